@@ -1,0 +1,45 @@
+# Shepherd's two commands are `make demo` and `make test`; see README.md.
+GO        ?= go
+BIN       := bin/shepherd
+# Integration tests need real peers (Apache ZooKeeper, kazoo, zkCli.sh);
+# with SHEPHERD_IT=1 a missing peer fails the test instead of skipping it.
+TEST_ENV  := SHEPHERD_IT=1
+TEST_FLAGS ?= -race -count=1 -timeout 20m
+
+.PHONY: build test bench demo lint fuzz clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/shepherd
+
+test:
+	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
+
+# Side-by-side benchmarks: the coordination server's workloads against
+# Apache ZooKeeper 3.8, lock hand-off with 2, 16 and 128 contenders on both
+# servers, collector throughput against cat, replication apply rate against
+# MariaDB's native replica, and failover time.
+bench: build
+	$(BIN) bench --compare --shepherd-bin $(BIN) --out docs/bench-latest.md
+	$(TEST_ENV) $(GO) test -run '^$$' -bench 'BenchmarkMutexHandoff' -benchtime 2000x ./coord/recipe/
+	$(TEST_ENV) $(GO) test -run '^$$' -bench . -benchtime 1x ./collector/
+	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkApply -benchtime 1x ./replication/
+	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkMySQLFailover -benchtime 5x ./core/
+
+demo: build
+	scripts/demo.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# Short run of every fuzz target (the seed corpora also run in `make test`).
+FUZZTIME ?= 15s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -rf bin .demo

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+)
+
+// runCollectorArgs runs `shepherd collector args…` up to its first error;
+// every case here fails before connecting to anything.
+func runCollectorArgs(t *testing.T, args ...string) error {
+	t.Helper()
+	app := &cli.App{Name: "shepherd", Commands: []*cli.Command{collectorCommand()}, Writer: os.Stderr}
+	return app.Run(append([]string{"shepherd", "collector"}, args...))
+}
+
+func TestCollectorFlagErrors(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	yamlFile := func(body string) string {
+		n++
+		p := filepath.Join(dir, fmt.Sprintf("config%d.yaml", n))
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"strategy", []string{"--out", dir, "--strategy", "random"}, "--strategy"},
+		{"nowhere", []string{"--name", "x"}, "--out or --stdout"},
+		{"dead-after", []string{"--out", dir, "--dead-after", "1s"}, "--dead-after 1s must exceed"},
+		{"name", []string{"--out", dir, "--name", "a/b"}, "--name"},
+		{"yaml-unknown", []string{"--config", yamlFile("out: /tmp/x\nbogus: 1\n")}, `unknown key "bogus"`},
+		{"yaml-bad-value", []string{"--config", yamlFile("dead-after: soon\n")}, "dead-after"},
+		// The command line's --dead-after wins over the file's.
+		{"yaml-flag-wins", []string{"--config", yamlFile("out: /tmp/x\nstrategy: global\ndead-after: 1h\n"), "--dead-after", "1s"}, "--dead-after 1s must exceed"},
+		{"yaml-strategy", []string{"--config", yamlFile("out: /tmp/x\nstrategy: nope\n")}, `strategy "nope"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := runCollectorArgs(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("shepherd collector %s: error %v, want one containing %q", strings.Join(tc.args, " "), err, tc.want)
+			}
+		})
+	}
+}

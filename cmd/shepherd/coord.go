@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shepherd-dev/shepherd/coord"
+)
+
+func coordCommand() *cli.Command {
+	def := coord.DefaultConfig()
+	return &cli.Command{
+		Name:  "coord",
+		Usage: "run the bundled ZooKeeper-compatible coordination server",
+		Description: `A single-node server that speaks Apache ZooKeeper 3.8's protocol, durable on disk.
+Point any ZooKeeper client at it. --config reads either an Apache ZooKeeper zoo.cfg
+(key=value) or a YAML file whose keys are this command's flag names; flags given on
+the command line override the file.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "zoo.cfg (Apache ZooKeeper format) or YAML file with these flag names"},
+			&cli.StringFlag{Name: "listen", Value: def.Listen, Usage: "client address host:port"},
+			&cli.StringFlag{Name: "data-dir", Value: def.DataDir, Usage: "directory for snapshots (and the log unless --data-log-dir)"},
+			&cli.StringFlag{Name: "data-log-dir", Usage: "directory for the transaction log (put it on its own disk)"},
+			&cli.DurationFlag{Name: "tick-time", Value: def.TickTime, Usage: "basic time unit; session timeouts default to 2..20 ticks"},
+			&cli.DurationFlag{Name: "min-session-timeout", Usage: "smallest session timeout granted (default 2 x tick-time)"},
+			&cli.DurationFlag{Name: "max-session-timeout", Usage: "largest session timeout granted (default 20 x tick-time)"},
+			&cli.IntFlag{Name: "snap-count", Value: def.SnapCount, Usage: "transactions between snapshots"},
+			&cli.IntFlag{Name: "max-client-conns", Value: def.MaxClientConns, Usage: "connections allowed per client IP (0: no limit)"},
+			&cli.IntFlag{Name: "max-request-bytes", Value: def.MaxRequestBytes, Usage: "largest request packet (ZooKeeper's jute.maxbuffer)"},
+			&cli.StringFlag{Name: "admin-listen", Usage: "HTTP address for /metrics, /health and /commands/<4lw> (off if empty)"},
+			&cli.StringSliceFlag{Name: "4lw", Value: cli.NewStringSlice(def.FourLetterWords...), Usage: "enabled four-letter words (* for all)"},
+			&cli.StringFlag{Name: "super-digest", Usage: "super:<base64 sha1> digest that bypasses ACLs (see docs/coord.md)"},
+			&cli.IntFlag{Name: "autopurge-snap-retain-count", Value: def.AutopurgeSnapRetainCount, Usage: "snapshots kept by autopurge (min 3)"},
+			&cli.DurationFlag{Name: "autopurge-interval", Usage: "how often old snapshots and logs are purged (0: never)"},
+		},
+		Action: runCoord,
+	}
+}
+
+// coordConfig builds the server config: defaults, then the file, then the
+// flags the user actually gave.
+func coordConfig(c *cli.Context) (coord.Config, error) {
+	cfg := coord.DefaultConfig()
+	if path := c.String("config"); path != "" {
+		warnings, err := coord.LoadConfigFile(path, &cfg)
+		if err != nil {
+			return cfg, fmt.Errorf("--config: %w", err)
+		}
+		for _, w := range warnings {
+			slog.Warn(w)
+		}
+	}
+	str := func(name string, dst *string) {
+		if c.IsSet(name) {
+			*dst = c.String(name)
+		}
+	}
+	num := func(name string, dst *int) {
+		if c.IsSet(name) {
+			*dst = c.Int(name)
+		}
+	}
+	dur := func(name string, dst *time.Duration) {
+		if c.IsSet(name) {
+			*dst = c.Duration(name)
+		}
+	}
+	str("listen", &cfg.Listen)
+	str("data-dir", &cfg.DataDir)
+	str("data-log-dir", &cfg.DataLogDir)
+	dur("tick-time", &cfg.TickTime)
+	dur("min-session-timeout", &cfg.MinSessionTimeout)
+	dur("max-session-timeout", &cfg.MaxSessionTimeout)
+	num("snap-count", &cfg.SnapCount)
+	num("max-client-conns", &cfg.MaxClientConns)
+	num("max-request-bytes", &cfg.MaxRequestBytes)
+	str("admin-listen", &cfg.AdminListen)
+	str("super-digest", &cfg.SuperDigest)
+	num("autopurge-snap-retain-count", &cfg.AutopurgeSnapRetainCount)
+	dur("autopurge-interval", &cfg.AutopurgeInterval)
+	if c.IsSet("4lw") {
+		cfg.FourLetterWords = c.StringSlice("4lw")
+	}
+	cfg.Logger = slog.Default()
+	return cfg, nil
+}
+
+func runCoord(c *cli.Context) error {
+	cfg, err := coordConfig(c)
+	if err != nil {
+		return err
+	}
+	srv, err := coord.NewServer(cfg)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		srv.Close()
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case <-sig:
+		slog.Info("shutting down")
+	case <-srv.Done():
+		return fmt.Errorf("coord: server stopped on its own; see the log above")
+	}
+	return srv.Close()
+}

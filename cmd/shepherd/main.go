@@ -1,0 +1,36 @@
+// Command shepherd is Shepherd's single binary: the bundled coordination
+// server and, on top of it, the replication, scheduling and collection
+// processes. This package only parses flags and config files and wires
+// packages together; logic lives in the packages.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+func main() {
+	app := &cli.App{
+		Name:  "shepherd",
+		Usage: "coordinator for MySQL binlog replication and distributed jobs",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
+		},
+		Before: setupLogging,
+		Commands: []*cli.Command{
+			coordCommand(),
+			benchCommand(),
+			ctlCommand(),
+			coreCommand(),
+			collectorCommand(),
+			schedulerCommand(),
+		},
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "shepherd:", err)
+		os.Exit(1)
+	}
+}
