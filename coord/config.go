@@ -1,0 +1,106 @@
+package coord
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config is everything `shepherd coord` can be told. The zero value is not
+// valid; start from DefaultConfig, which works on a laptop.
+type Config struct {
+	// Listen is the client address, host:port. Port 0 picks a free port
+	// (tests); Server.Addr reports the real one.
+	Listen string
+	// DataDir holds snapshots, and the transaction log unless DataLogDir is set.
+	DataDir string
+	// DataLogDir, if set, holds the transaction log (ZooKeeper's dataLogDir):
+	// put it on its own disk so fsyncs do not queue behind snapshot writes.
+	DataLogDir string
+	// TickTime is ZooKeeper's basic time unit; session timeout bounds default
+	// to 2 and 20 ticks.
+	TickTime          time.Duration
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// SnapCount is how many transactions are logged between snapshots.
+	SnapCount int
+	// MaxClientConns limits concurrent connections from one IP; 0 is no limit.
+	MaxClientConns int
+	// MaxRequestBytes is the largest packet accepted (ZooKeeper's
+	// jute.maxbuffer). A larger one closes that connection.
+	MaxRequestBytes int
+	// AdminListen, if set, serves /metrics (Prometheus) and /health over HTTP.
+	AdminListen string
+	// FourLetterWords lists the enabled four-letter words; "*" enables all.
+	FourLetterWords []string
+	// SuperDigest is "super:<base64 sha1>" as in ZooKeeper's
+	// zookeeper.DigestAuthenticationProvider.superDigest; a client that
+	// authenticates with it bypasses every ACL.
+	SuperDigest string
+	// AutopurgeSnapRetainCount and AutopurgeInterval are ZooKeeper's
+	// autopurge.snapRetainCount and autopurge.purgeInterval. An interval of
+	// zero disables purging.
+	AutopurgeSnapRetainCount int
+	AutopurgeInterval        time.Duration
+	// NoSync skips fsync. Only for tests that do not test durability.
+	NoSync bool
+	// Logger receives the server's structured logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults of `shepherd coord`, which mirror a
+// stock Apache ZooKeeper standalone server.
+func DefaultConfig() Config {
+	return Config{
+		Listen:                   "127.0.0.1:2181",
+		DataDir:                  "shepherd-data",
+		TickTime:                 2 * time.Second,
+		SnapCount:                100000,
+		MaxClientConns:           60,
+		MaxRequestBytes:          0xfffff, // ZooKeeper's jute.maxbuffer default: 1 MiB less one byte
+		FourLetterWords:          []string{"srvr", "stat", "ruok", "mntr", "conf", "envi", "isro", "cons", "wchs", "dump"},
+		AutopurgeSnapRetainCount: 3,
+	}
+}
+
+// ErrConfig reports an invalid configuration value.
+var ErrConfig = errors.New("coord: invalid config")
+
+// normalize fills derived defaults and validates c, naming the bad field.
+func (c *Config) normalize() error {
+	if c.Listen == "" {
+		return fmt.Errorf("%w: listen: an address host:port is required", ErrConfig)
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("%w: data-dir: a directory is required", ErrConfig)
+	}
+	if c.TickTime <= 0 {
+		return fmt.Errorf("%w: tick-time: must be positive, got %v", ErrConfig, c.TickTime)
+	}
+	if c.MinSessionTimeout == 0 {
+		c.MinSessionTimeout = 2 * c.TickTime
+	}
+	if c.MaxSessionTimeout == 0 {
+		c.MaxSessionTimeout = 20 * c.TickTime
+	}
+	if c.MinSessionTimeout > c.MaxSessionTimeout {
+		return fmt.Errorf("%w: min-session-timeout %v is above max-session-timeout %v", ErrConfig, c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	if c.SnapCount <= 0 {
+		return fmt.Errorf("%w: snap-count: must be positive, got %d", ErrConfig, c.SnapCount)
+	}
+	if c.MaxRequestBytes <= 0 {
+		return fmt.Errorf("%w: max-request-bytes: must be positive, got %d", ErrConfig, c.MaxRequestBytes)
+	}
+	if c.MaxClientConns < 0 {
+		return fmt.Errorf("%w: max-client-conns: must be 0 (no limit) or positive, got %d", ErrConfig, c.MaxClientConns)
+	}
+	if c.AutopurgeSnapRetainCount < 3 {
+		c.AutopurgeSnapRetainCount = 3 // ZooKeeper's floor: fewer would risk an unrecoverable directory
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}

@@ -1,0 +1,340 @@
+package coord
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/coord/proto"
+)
+
+// maxQueuedBytes bounds what a connection may owe a client that does not
+// read. Past it the connection is closed: one slow client must not hold the
+// pipeline, or the memory of the server, hostage.
+const maxQueuedBytes = 64 << 20
+
+// conn is one client TCP connection. Its reader goroutine decodes packets
+// and submits them to the pipeline; its writer goroutine drains the send
+// queue the syncer fills.
+type conn struct {
+	s       *Server
+	nc      net.Conn
+	ip      string
+	remote  string
+	created time.Time
+
+	// sess is set by the pipeline once the handshake is accepted; the reader
+	// uses it to keep the session alive on every packet.
+	sess atomic.Pointer[session]
+
+	// Owned by the pipeline goroutine.
+	auth      []proto.Id
+	super     bool
+	handshook bool // a connect request was processed (accepted or refused)
+	dead      bool // refused or closed: drop further requests
+
+	mu          sync.Mutex // guards the send queue below; a leaf lock
+	queue       []outMsg
+	queuedBytes int
+	closed      bool
+	wake        chan struct{}
+
+	done chan struct{} // closed when the connection is closed
+
+	// Statistics for cons/mntr, read without the pipeline.
+	packetsIn   atomic.Int64
+	packetsOut  atomic.Int64
+	lastZxid    atomic.Int64
+	lastOp      atomic.Int32 // proto.OpCode of the last reply (cons "lop")
+	lastCxid    atomic.Int32 // xid of the last reply
+	lastResp    atomic.Int64 // UnixMilli of the last reply
+	lastLatency atomic.Int64 // ns
+	latency     latencyStats
+}
+
+// outMsg is one packet to send: a reply header with an optional body, or a
+// bare record (the connect response has no header).
+type outMsg struct {
+	hdr        proto.ReplyHeader
+	body       proto.Record
+	bare       bool // send body without a reply header
+	closeAfter bool // close the connection once this is written
+	received   time.Time
+}
+
+func newConn(s *Server, nc net.Conn, ip string) *conn {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c := &conn{
+		s:       s,
+		nc:      nc,
+		ip:      ip,
+		remote:  nc.RemoteAddr().String(),
+		created: time.Now(),
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	c.latency.min.Store(-1)
+	return c
+}
+
+// serve runs the connection: the writer in its own goroutine, the reader here.
+func (c *conn) serve() {
+	c.s.metrics.connections.Inc()
+	defer c.s.metrics.connections.Dec()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.writeLoop()
+	}()
+	err := c.readLoop()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !c.s.closing.Load() {
+		c.s.log.Info("closing connection", "remote", c.remote, "err", err)
+	}
+	c.close()
+	wg.Wait()
+	c.s.unregister(c)
+	c.s.pipe.submitDetach(c)
+}
+
+// close shuts the connection; safe to call more than once, from any goroutine.
+func (c *conn) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.queue = nil
+	c.mu.Unlock()
+	close(c.done)
+	c.nc.Close()
+}
+
+// errBadPacket marks input that closes the connection (not the server).
+var errBadPacket = errors.New("coord: bad packet")
+
+func (c *conn) readLoop() error {
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var lenBuf [4]byte
+	first, handshake := true, true
+	for {
+		if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
+			return err
+		}
+		n := int32(binary.BigEndian.Uint32(lenBuf[:]))
+		if first {
+			first = false
+			if word, ok := fourLetterWord(lenBuf); ok {
+				c.s.serveFourLetter(c, word)
+				return io.EOF
+			}
+		}
+		if n < 0 || int(n) > c.s.cfg.MaxRequestBytes {
+			c.s.metrics.badPackets.Inc()
+			return fmt.Errorf("%w: length %d outside 0..%d (max-request-bytes)", errBadPacket, n, c.s.cfg.MaxRequestBytes)
+		}
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return err
+		}
+		c.packetsIn.Add(1)
+		c.s.totals.packetsIn.Add(1)
+		if sess := c.sess.Load(); sess != nil {
+			sess.touch()
+		}
+		req, err := c.decode(buf, handshake)
+		handshake = false
+		if err != nil {
+			c.s.metrics.badPackets.Inc()
+			return err
+		}
+		if !c.s.pipe.submit(req) {
+			return net.ErrClosed
+		}
+	}
+}
+
+// decode turns a packet into a pipeline request. The first packet of a
+// connection is the handshake; every later one is header + body.
+func (c *conn) decode(buf []byte, handshake bool) (*request, error) {
+	now := time.Now()
+	if handshake {
+		var cr proto.ConnectRequest
+		if err := proto.Decode(buf, &cr); err != nil {
+			return nil, fmt.Errorf("%w: connect request: %v", errBadPacket, err)
+		}
+		return &request{conn: c, connect: &cr, received: now}, nil
+	}
+	d := proto.NewDecoder(buf)
+	var hdr proto.RequestHeader
+	hdr.Decode(d)
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("%w: request header: %v", errBadPacket, err)
+	}
+	req := &request{conn: c, hdr: hdr, received: now}
+	rec, known := proto.NewRequest(hdr.Type)
+	if !known {
+		req.unknown = true // answered with Unimplemented, as ZooKeeper does
+		return req, nil
+	}
+	if rec != nil {
+		rec.Decode(d)
+		if err := d.Err(); err != nil {
+			// As ZooKeeper: a body that does not decode is answered with
+			// MarshallingError and the connection stays usable; only broken
+			// framing (length, handshake, header) closes it.
+			c.s.log.Info("malformed request body", "remote", c.remote, "op", hdr.Type, "xid", hdr.Xid, "err", err)
+			req.malformed = true
+			return req, nil
+		}
+		req.body = rec
+	}
+	return req, nil
+}
+
+// send queues msg for the writer. It never blocks the caller (the syncer).
+func (c *conn) send(msg outMsg) {
+	size := 64 // header and stat; only data can make a reply large
+	if r, ok := msg.body.(*proto.GetDataResponse); ok {
+		size += len(r.Data)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	if c.queuedBytes+size > maxQueuedBytes {
+		c.mu.Unlock()
+		c.s.log.Warn("client is not reading its replies; closing its connection", "remote", c.remote, "queued_bytes", c.queuedBytes)
+		c.close()
+		return
+	}
+	c.queue = append(c.queue, msg)
+	c.queuedBytes += size
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) writeLoop() {
+	w := bufio.NewWriterSize(c.nc, 64<<10)
+	enc := proto.NewEncoder(make([]byte, 0, 4096))
+	var batch []outMsg
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.wake:
+		}
+		c.mu.Lock()
+		batch, c.queue = c.queue, batch[:0]
+		c.queuedBytes = 0
+		c.mu.Unlock()
+		closeAfter := false
+		for i := range batch {
+			m := &batch[i]
+			if m.bare && m.body == nil { // a close marker, nothing to write
+				closeAfter = true
+				break
+			}
+			enc.Reset()
+			enc.Int(0) // length, patched below
+			if !m.bare {
+				m.hdr.Encode(enc)
+			}
+			if m.body != nil {
+				m.body.Encode(enc)
+			}
+			b := enc.Bytes()
+			binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+			if _, err := w.Write(b); err != nil {
+				c.close()
+				return
+			}
+			c.packetsOut.Add(1)
+			c.s.totals.packetsOut.Add(1)
+			if !m.received.IsZero() {
+				c.recordLatency(time.Since(m.received))
+			}
+			if m.closeAfter {
+				closeAfter = true
+				break
+			}
+		}
+		for i := range batch {
+			batch[i] = outMsg{} // drop references to bodies
+		}
+		if err := w.Flush(); err != nil {
+			c.close()
+			return
+		}
+		if closeAfter {
+			c.close()
+			return
+		}
+	}
+}
+
+func (c *conn) recordLatency(d time.Duration) {
+	ns := d.Nanoseconds()
+	c.lastLatency.Store(ns)
+	c.latency.record(ns)
+	c.s.totals.latency.record(ns)
+	c.s.metrics.observeLatency(d)
+}
+
+// latencyStats accumulates request latencies without a lock.
+type latencyStats struct {
+	count, sum, min, max atomic.Int64 // ns; min is -1 until the first sample
+}
+
+func (l *latencyStats) record(ns int64) {
+	l.count.Add(1)
+	l.sum.Add(ns)
+	for {
+		m := l.min.Load()
+		if (m >= 0 && ns >= m) || l.min.CompareAndSwap(m, ns) {
+			break
+		}
+	}
+	for {
+		m := l.max.Load()
+		if ns <= m || l.max.CompareAndSwap(m, ns) {
+			break
+		}
+	}
+}
+
+// millis returns min/avg/max in milliseconds, as the four-letter words show them.
+func (l *latencyStats) millis() (min, avg, max float64) {
+	n := l.count.Load()
+	if n == 0 {
+		return 0, 0, 0
+	}
+	return float64(max64(l.min.Load(), 0)) / 1e6, float64(l.sum.Load()) / float64(n) / 1e6, float64(l.max.Load()) / 1e6
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// serverTotals are the server-wide counters behind srvr and mntr; unlike a
+// connection's they outlive the connection.
+type serverTotals struct {
+	packetsIn, packetsOut atomic.Int64
+	latency               latencyStats
+}

@@ -1,0 +1,334 @@
+package coord
+
+import (
+	"crypto/hmac"
+	"fmt"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/coord/proto"
+	"github.com/shepherd-dev/shepherd/coord/tree"
+	"github.com/shepherd-dev/shepherd/coord/watch"
+)
+
+const (
+	// maxBatch caps how many requests share one fsync; larger batches only
+	// add latency to the first request in them.
+	maxBatch = 1024
+	// housekeepingInterval is how often sessions are checked for expiry.
+	housekeepingInterval = 100 * time.Millisecond
+	// reapInterval is how often empty containers and expired TTL nodes are
+	// removed. ZooKeeper checks every 60 s; a second is prompt for users
+	// and still leaves a client that empties a container and immediately
+	// re-creates a child in it (kazoo's Lock does) a wide margin.
+	reapInterval = time.Second
+)
+
+// request is one unit of pipeline work: a client packet, or a closure from
+// another goroutine that needs the pipeline's state.
+type request struct {
+	conn      *conn
+	connect   *proto.ConnectRequest
+	hdr       proto.RequestHeader
+	body      proto.Record
+	unknown   bool // an op code we do not serve
+	malformed bool // the body did not decode
+	received  time.Time
+	fn        func()
+}
+
+// delivery is a packet for one connection, released after its batch is durable.
+type delivery struct {
+	conn *conn
+	msg  outMsg
+}
+
+type loggedTxn struct {
+	zxid int64
+	data []byte
+}
+
+// batch is what the pipeline hands the syncer: transactions to make durable
+// and the replies that may leave only after that.
+type batch struct {
+	txns     []loggedTxn
+	outs     []delivery
+	snapshot *tree.Frozen
+}
+
+// pipeline owns the tree, the watch registry and the session table. Only its
+// goroutine touches them.
+type pipeline struct {
+	s         *Server
+	tree      *tree.Tree
+	watches   *watch.Manager
+	sessions  map[int64]*session
+	nextID    int64
+	reqs      chan *request
+	cur       *batch
+	sinceSnap int
+	lastReap  time.Time
+}
+
+func newPipeline(s *Server, t *tree.Tree) *pipeline {
+	p := &pipeline{
+		s:        s,
+		tree:     t,
+		watches:  watch.New(),
+		sessions: make(map[int64]*session),
+		reqs:     make(chan *request, 4096),
+		cur:      &batch{},
+	}
+	// Sessions recovered from disk get a full timeout from now, as in
+	// ZooKeeper: their clients may be reconnecting right now.
+	p.nextID = firstSessionID(time.Now())
+	for id, ms := range t.Sessions() {
+		p.sessions[id] = newSession(id, time.Duration(ms)*time.Millisecond)
+		if id >= p.nextID {
+			p.nextID = id + 1
+		}
+	}
+	return p
+}
+
+// submit queues a request; false once the server is closing.
+func (p *pipeline) submit(r *request) bool {
+	select {
+	case p.reqs <- r:
+		return true
+	case <-p.s.ctx.Done():
+		return false
+	}
+}
+
+// query runs fn on the pipeline goroutine and waits for it.
+func (p *pipeline) query(fn func()) error {
+	done := make(chan struct{})
+	if !p.submit(&request{fn: func() { fn(); close(done) }}) {
+		return ErrClosed
+	}
+	select {
+	case <-done:
+		return nil
+	case <-p.s.ctx.Done():
+		return ErrClosed
+	}
+}
+
+// submitDetach tells the pipeline a connection is gone; its session lives
+// on until it times out or the client reattaches.
+func (p *pipeline) submitDetach(c *conn) {
+	p.submit(&request{fn: func() {
+		c.dead = true
+		if sess := c.sess.Load(); sess != nil && sess.conn == c {
+			sess.conn = nil
+		}
+	}})
+}
+
+func (p *pipeline) run() {
+	defer close(p.s.syncer.in)
+	tick := time.NewTicker(housekeepingInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.s.ctx.Done():
+			return
+		case r := <-p.reqs:
+			p.handle(r)
+			p.drain()
+		case <-tick.C:
+			p.housekeeping(time.Now())
+		}
+		p.flush()
+	}
+}
+
+// drain handles what is already queued, so that one fsync covers it all.
+func (p *pipeline) drain() {
+	for i := 1; i < maxBatch; i++ {
+		select {
+		case r := <-p.reqs:
+			p.handle(r)
+		default:
+			return
+		}
+	}
+}
+
+// flush hands the current batch to the syncer, adding a snapshot when due.
+func (p *pipeline) flush() {
+	b := p.cur
+	if len(b.txns) == 0 && len(b.outs) == 0 {
+		return
+	}
+	if p.sinceSnap >= p.s.cfg.SnapCount && p.s.syncer.snapshotIdle() {
+		started := time.Now()
+		b.snapshot = p.tree.Freeze()
+		p.sinceSnap = 0
+		p.s.metrics.freezeSeconds.Observe(time.Since(started).Seconds())
+	}
+	select {
+	case p.s.syncer.in <- b:
+	case <-p.s.ctx.Done():
+		return
+	}
+	p.cur = &batch{
+		txns: make([]loggedTxn, 0, len(b.txns)),
+		outs: make([]delivery, 0, len(b.outs)),
+	}
+}
+
+// out queues a packet for c, to be sent once the current batch is durable.
+func (p *pipeline) out(c *conn, m outMsg) {
+	p.cur.outs = append(p.cur.outs, delivery{conn: c, msg: m})
+}
+
+// reply queues a reply with the header ZooKeeper would send.
+func (p *pipeline) reply(r *request, err proto.ErrCode, body proto.Record) {
+	p.out(r.conn, outMsg{
+		hdr:      proto.ReplyHeader{Xid: r.hdr.Xid, Zxid: p.tree.LastZxid(), Err: err},
+		body:     body,
+		received: r.received,
+	})
+	c := r.conn
+	c.lastZxid.Store(p.tree.LastZxid())
+	c.lastOp.Store(int32(r.hdr.Type))
+	c.lastCxid.Store(r.hdr.Xid)
+	c.lastResp.Store(r.received.UnixMilli())
+}
+
+// commit logs txn (in the current batch), applies it and fires its watches.
+func (p *pipeline) commit(txn *tree.Txn) tree.Result {
+	p.cur.txns = append(p.cur.txns, loggedTxn{zxid: txn.Zxid(), data: tree.EncodeTxn(txn)})
+	res := p.tree.Apply(txn)
+	p.sinceSnap++
+	p.s.metrics.txns.Inc()
+	for _, ev := range res.Events {
+		p.notify(p.watches.Trigger(ev.Type, ev.Path))
+	}
+	return res
+}
+
+// notify queues watch events for the connected sessions among fired.
+// A session that is away gets nothing: on reconnect its client re-sends its
+// watches with setWatches and learns what changed then, as in ZooKeeper.
+func (p *pipeline) notify(fired []watch.Fired) {
+	for _, f := range fired {
+		sess := p.sessions[f.Session]
+		if sess == nil || sess.conn == nil {
+			continue
+		}
+		p.notifyConn(sess.conn, f.Type, f.Path)
+	}
+}
+
+func (p *pipeline) notifyConn(c *conn, typ proto.EventType, path string) {
+	p.out(c, outMsg{
+		hdr:  proto.ReplyHeader{Xid: proto.XidNotification, Zxid: -1},
+		body: &proto.WatcherEvent{Type: typ, State: proto.StateSyncConnected, Path: path},
+	})
+	p.s.metrics.notifications.Inc()
+}
+
+func (p *pipeline) nextZxid() int64 { return p.tree.LastZxid() + 1 }
+
+func nowMs() int64 { return time.Now().UnixMilli() }
+
+// housekeeping expires sessions and removes empty containers and expired
+// TTL nodes; both are ordinary transactions, logged like client writes.
+func (p *pipeline) housekeeping(now time.Time) {
+	for _, sess := range p.sessions {
+		if sess.expired(now) {
+			p.s.log.Info("session expired", "session", fmt.Sprintf("%#x", sess.id), "timeout", sess.timeout)
+			p.s.metrics.sessionsExpired.Inc()
+			p.closeSession(sess)
+		}
+	}
+	if now.Sub(p.lastReap) < reapInterval {
+		return
+	}
+	p.lastReap = now
+	for _, path := range p.tree.Reapable(now.UnixMilli()) {
+		op := tree.Op{Code: proto.OpDeleteContainer, Path: path, Version: -1}
+		p.commit(p.tree.Prepare(tree.Caller{Super: true}, p.nextZxid(), now.UnixMilli(), []tree.Op{op}, false))
+	}
+}
+
+// closeSession ends a session: its ephemerals go (a logged transaction),
+// its watches go, and its connection, if any, is closed after what is queued.
+func (p *pipeline) closeSession(sess *session) {
+	p.commit(p.tree.PrepareCloseSession(p.nextZxid(), nowMs(), sess.id))
+	delete(p.sessions, sess.id)
+	p.watches.RemoveSession(sess.id)
+	if c := sess.conn; c != nil {
+		c.dead = true
+		p.out(c, outMsg{closeAfter: true, bare: true})
+		sess.conn = nil
+	}
+}
+
+// connect handles a handshake: a new session, or a client reattaching to
+// an existing one (after a network blip or a server restart).
+func (p *pipeline) connect(r *request) {
+	c, cr := r.conn, r.connect
+	c.handshook = true
+	if cr.LastZxidSeen > p.tree.LastZxid() {
+		// The client saw a newer state than ours: it was talking to another
+		// server (or our disk lost data). ZooKeeper refuses the same way.
+		p.s.log.Warn("refusing client that has seen a newer zxid", "remote", c.remote,
+			"client_zxid", fmt.Sprintf("%#x", cr.LastZxidSeen), "server_zxid", fmt.Sprintf("%#x", p.tree.LastZxid()))
+		c.dead = true
+		p.out(c, outMsg{closeAfter: true, bare: true})
+		return
+	}
+	timeout := p.s.negotiateTimeout(cr.TimeOut)
+	resp := &proto.ConnectResponse{HasReadOnly: cr.HasReadOnly}
+	c.auth = []proto.Id{{Scheme: "ip", ID: c.ip}}
+	if cr.SessionID != 0 {
+		sess := p.sessions[cr.SessionID]
+		if sess != nil && sess.conn != nil && sess.conn != c {
+			// As ZooKeeper: a reconnect names the session, so its old
+			// connection is closed before the password is even checked.
+			old := sess.conn
+			old.dead = true
+			old.close()
+			sess.conn = nil
+		}
+		if sess == nil || !hmac.Equal(cr.Passwd, p.s.password(cr.SessionID)) {
+			// Timeout 0 tells the client its session is gone.
+			resp.Passwd = make([]byte, 16)
+			c.dead = true
+			p.out(c, outMsg{body: resp, bare: true, closeAfter: true})
+			p.s.log.Info("refusing reconnect to an unknown or expired session", "session", fmt.Sprintf("%#x", cr.SessionID), "remote", c.remote)
+			return
+		}
+		sess.timeout = timeout
+		p.attach(c, sess)
+		resp.TimeOut, resp.SessionID, resp.Passwd = int32(timeout.Milliseconds()), sess.id, p.s.password(sess.id)
+		p.out(c, outMsg{body: resp, bare: true})
+		return
+	}
+	id := p.nextID
+	p.nextID++
+	p.commit(p.tree.PrepareCreateSession(p.nextZxid(), nowMs(), id, int32(timeout.Milliseconds())))
+	sess := newSession(id, timeout)
+	p.sessions[id] = sess
+	p.attach(c, sess)
+	p.s.metrics.sessionsCreated.Inc()
+	resp.TimeOut, resp.SessionID, resp.Passwd = int32(timeout.Milliseconds()), id, p.s.password(id)
+	p.out(c, outMsg{body: resp, bare: true})
+}
+
+func (p *pipeline) attach(c *conn, sess *session) {
+	sess.conn = c
+	sess.touch()
+	c.sess.Store(sess)
+}
+
+func (p *pipeline) caller(c *conn) tree.Caller {
+	var id int64
+	if sess := c.sess.Load(); sess != nil {
+		id = sess.id
+	}
+	return tree.Caller{Session: id, Auth: c.auth, Super: c.super}
+}

@@ -1,0 +1,90 @@
+package coord
+
+import (
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+)
+
+// syncer makes batches durable and then releases their replies. It is the
+// only goroutine that appends to the log, so log order is batch order.
+type syncer struct {
+	s        *Server
+	in       chan *batch
+	snapping atomic.Bool // a snapshot is being written
+	failed   bool        // the disk failed: nothing more may be acknowledged
+}
+
+func newSyncer(s *Server) *syncer {
+	// A short queue: it lets the pipeline prepare the next batch while the
+	// disk syncs this one, and pushes back on the pipeline when the disk is
+	// slower than the clients.
+	return &syncer{s: s, in: make(chan *batch, 2)}
+}
+
+func (y *syncer) snapshotIdle() bool { return !y.snapping.Load() }
+
+func (y *syncer) run() {
+	for b := range y.in {
+		y.commit(b)
+	}
+}
+
+func (y *syncer) commit(b *batch) {
+	if y.failed {
+		return
+	}
+	store := y.s.store
+	if len(b.txns) > 0 {
+		for _, t := range b.txns {
+			if err := store.Append(t.zxid, t.data); err != nil {
+				y.fail(fmt.Errorf("append zxid %#x: %w", t.zxid, err))
+				return
+			}
+		}
+		started := time.Now()
+		if err := store.Sync(); err != nil {
+			y.fail(fmt.Errorf("fsync transaction log: %w", err))
+			return
+		}
+		y.s.metrics.fsyncSeconds.Observe(time.Since(started).Seconds())
+		y.s.metrics.batchTxns.Observe(float64(len(b.txns)))
+	}
+	for _, d := range b.outs {
+		d.conn.send(d.msg)
+	}
+	if b.snapshot != nil {
+		y.snapshot(b)
+	}
+}
+
+// snapshot writes b's frozen tree in the background. Every transaction it
+// contains is already durable in the log (this batch was just synced), so a
+// crash mid-snapshot loses nothing: recovery uses the previous snapshot.
+func (y *syncer) snapshot(b *batch) {
+	if err := y.s.store.Roll(); err != nil {
+		y.s.log.Warn("cannot start a new log segment before the snapshot", "err", err)
+	}
+	y.snapping.Store(true)
+	frozen := b.snapshot
+	y.s.run(func() {
+		defer y.snapping.Store(false)
+		started := time.Now()
+		err := y.s.store.WriteSnapshot(frozen.Zxid(), func(w io.Writer) error {
+			_, err := frozen.WriteTo(w)
+			return err
+		})
+		if err != nil {
+			y.s.log.Error("snapshot failed; the log still has every transaction", "zxid", fmt.Sprintf("%#x", frozen.Zxid()), "err", err)
+			return
+		}
+		y.s.metrics.snapshotSeconds.Observe(time.Since(started).Seconds())
+		y.s.log.Info("snapshot written", "zxid", fmt.Sprintf("%#x", frozen.Zxid()), "took", time.Since(started).Round(time.Millisecond))
+	})
+}
+
+func (y *syncer) fail(err error) {
+	y.failed = true
+	y.s.fatal(err)
+}
