@@ -1,0 +1,87 @@
+package recipe
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkMutexHandoff has n contenders, each with its own session,
+// take and release one Mutex in a loop, b.N times in all, on each target
+// server. It reports hand-offs per second and the watch notifications
+// each release caused: waiter wake-ups (1 for a herd-free lock, whatever
+// n) and all node events (also counting the releasing holder's own watch
+// on its node).
+//
+//	go test -run '^$' -bench BenchmarkMutexHandoff -benchtime 2000x ./coord/recipe/
+func BenchmarkMutexHandoff(b *testing.B) {
+	for _, tg := range targets {
+		for _, n := range []int{2, 16, 128} {
+			b.Run(fmt.Sprintf("%s/%d", tg.name, n), func(b *testing.B) {
+				tg.require(b)
+				benchHandoff(b, tg, n)
+			})
+		}
+	}
+}
+
+func benchHandoff(b *testing.B, tg *target, n int) {
+	p := testPath(b)
+	sessions := make([]*Session, n)
+	var dials sync.WaitGroup
+	for i := range n {
+		dials.Add(1)
+		go func() {
+			defer dials.Done()
+			sessions[i] = dial(b, tg.addr, Options{Logger: slog.New(slog.DiscardHandler)})
+		}()
+	}
+	dials.Wait()
+	if b.Failed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	events := func() (wakeups, all int64) {
+		for _, s := range sessions {
+			wakeups += s.waiterWakeups.Load()
+			all += s.nodeEvents.Load()
+		}
+		return wakeups, all
+	}
+	w0, a0 := events()
+	var tickets, releases atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for _, s := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := NewMutex(s, p)
+			for tickets.Add(1) <= int64(b.N) {
+				if err := m.Lock(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+				if err := m.Unlock(); err != nil {
+					b.Error(err)
+					return
+				}
+				releases.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	w1, a1 := events()
+	r := float64(releases.Load())
+	b.ReportMetric(r/elapsed.Seconds(), "handoffs/s")
+	b.ReportMetric(float64(w1-w0)/r, "wakeups/release")
+	b.ReportMetric(float64(a1-a0)/r, "events/release")
+}

@@ -1,0 +1,125 @@
+package recipe
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/shepherd-dev/shepherd/internal/testpeer"
+)
+
+func kazooPeer(t *testing.T, hosts string) *linePeer {
+	t.Helper()
+	python, ok := testpeer.KazooPython()
+	testpeer.Require(t, "kazoo", ok, python+" cannot import kazoo")
+	return startPeer(t, "kazoo", exec.Command(python, filepath.Join("testdata", "kazoo_peer.py"), hosts))
+}
+
+// TestKazooInterop shares a lock with kazoo's Lock and Election, the Go
+// side using KazooNaming; and with a kazoo Lock given Curator's pattern,
+// the Go side using its default naming on a persistent directory.
+func TestKazooInterop(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		py := kazooPeer(t, tg.addr)
+		s := dial(t, tg.addr, Options{})
+		ctx := ctxFor(t, 120*time.Second)
+
+		t.Run("Lock", func(t *testing.T) {
+			p := testPath(t)
+			m := NewMutex(s, p, WithNaming(KazooNaming))
+			if err := m.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			py.send("lock %s", p)
+			for _, n := range waitChildren(t, s, p, 2) {
+				if !kazooLockNode.MatchString(n) {
+					t.Errorf("node %q does not have kazoo's shape %v", n, kazooLockNode)
+				}
+			}
+			py.quiet("Go holds the lock")
+			if err := m.Unlock(); err != nil {
+				t.Fatal(err)
+			}
+			py.expect("locked", 10*time.Second)
+			done := lockAsync(ctx, m)
+			waitChildren(t, s, p, 2)
+			waitParked(t, []*Session{s}, 1)
+			notYet(t, done, "Go Lock while kazoo holds the lock")
+			py.send("unlock")
+			py.expect("unlocked", 10*time.Second)
+			if err := recv(t, done, "Go Lock after kazoo released"); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Unlock(); err != nil {
+				t.Fatal(err)
+			}
+		})
+
+		t.Run("contention with Curator naming", func(t *testing.T) {
+			p := testPath(t)
+			if err := s.EnsurePath(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			guard := p + "-guard"
+			const rounds = 40
+			py.send("contend %s %d %s", p, rounds, guard)
+			m := NewMutex(s, p)
+			before := s.waiterWakeups.Load()
+			for i := range rounds {
+				if err := m.Lock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Create(ctx, guard, nil, zk.FlagEphemeral, nil); err != nil {
+					if errors.Is(err, zk.ErrNodeExists) {
+						t.Fatalf("round %d: Go got the lock while kazoo was inside", i)
+					}
+					t.Fatal(err)
+				}
+				if err := s.Delete(ctx, guard, -1); err != nil {
+					t.Fatal(err)
+				}
+				if err := m.Unlock(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			py.expect(fmt.Sprintf("contended %d 0", rounds), 60*time.Second)
+			if s.waiterWakeups.Load() == before {
+				t.Error("Go never waited behind kazoo: the two did not contend")
+			}
+		})
+
+		t.Run("Election", func(t *testing.T) {
+			p := testPath(t)
+			m := NewMutex(s, p, WithNaming(KazooNaming))
+			if err := m.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			py.send("elect %s", p)
+			for _, n := range waitChildren(t, s, p, 2) {
+				if !kazooLockNode.MatchString(n) {
+					t.Errorf("node %q does not have kazoo's shape %v", n, kazooLockNode)
+				}
+			}
+			py.quiet("Go leads")
+			if err := m.Unlock(); err != nil {
+				t.Fatal(err)
+			}
+			py.expect("elected", 10*time.Second)
+			done := lockAsync(ctx, m)
+			waitChildren(t, s, p, 2)
+			notYet(t, done, "Go while kazoo leads")
+			py.send("resign")
+			py.expect("resigned", 10*time.Second)
+			if err := recv(t, done, "Go after kazoo resigned"); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Unlock(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+}
