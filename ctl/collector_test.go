@@ -1,0 +1,118 @@
+package ctl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/collector"
+)
+
+func TestSourceVerbs(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		zk := chrootOf(t, tg)
+		if out := mustCtl(t, zk, "source", "list"); out != "" {
+			t.Fatalf("source list before any add printed %q, want nothing", out)
+		}
+		a, b := "file:///var/log/a*.log", "http://127.0.0.1:9/b.log"
+		if out := mustCtl(t, zk, "source", "add", a, b); out != "added 2 of 2\n" {
+			t.Fatalf("source add printed %q", out)
+		}
+		if out := mustCtl(t, zk, "source", "add", a); out != "added 0 of 1\n" {
+			t.Fatalf("adding a present source printed %q, want nothing added", out)
+		}
+		if out := mustCtl(t, zk, "source", "list"); out != a+"\n"+b+"\n" {
+			t.Fatalf("source list printed %q, want both in order", out)
+		}
+		r := runCtl(t, zk, "source", "rm", a, "file:///nope")
+		if r.code != 0 || r.stdout != "removed 1 of 2\n" || !strings.Contains(r.stderr, "not in the list") {
+			t.Fatalf("source rm: %v", r)
+		}
+		var doc struct{ Sources []string }
+		if err := json.Unmarshal([]byte(mustCtl(t, zk, "--json", "source", "list")), &doc); err != nil || len(doc.Sources) != 1 || doc.Sources[0] != b {
+			t.Fatalf("--json source list: %+v, %v", doc, err)
+		}
+	})
+}
+
+func TestSourceUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"source"}, "missing subcommand"},
+		{[]string{"source", "bogus"}, "unknown subcommand"},
+		{[]string{"source", "add"}, "missing source URI"},
+		{[]string{"source", "add", "ftp://x/y"}, "scheme must be file, http or https"},
+		{[]string{"source", "add", "file:relative"}, "absolute"},
+		{[]string{"source", "rm"}, "missing source URI"},
+		{[]string{"collector"}, "missing subcommand"},
+		{[]string{"collector", "list", "--dead-after", "-1s"}, "must be positive"},
+	} {
+		// The address is never dialled: usage errors come first.
+		r := runCtl(t, "127.0.0.1:1", tc.args...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("ctl %s: want exit %d and %q, got %v", strings.Join(tc.args, " "), ExitUsage, tc.want, r)
+		}
+	}
+}
+
+func TestCollectorList(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		zk := chrootOf(t, tg)
+		if out := mustCtl(t, zk, "collector", "list"); strings.Count(out, "\n") != 1 {
+			t.Fatalf("collector list with no collectors printed %q, want the header only", out)
+		}
+		dir := t.TempDir()
+		src := filepath.Join(dir, "app.log")
+		if err := os.WriteFile(src, []byte("one\ntwo\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustCtl(t, zk, "source", "add", "file://"+src)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- collector.RunAgent(ctx, collector.AgentConfig{
+				Connect: zk, SessionTimeout: 2 * time.Second, Assign: true,
+				Collector: collector.Config{Name: "host1", OutDir: filepath.Join(dir, "out"),
+					PollInterval: 20 * time.Millisecond, StatusInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)},
+				Assigner: collector.AssignerConfig{Strategy: collector.Local, PollInterval: 20 * time.Millisecond,
+					DeadAfter: time.Second, Logger: slog.New(slog.DiscardHandler)},
+			})
+		}()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("collector: %v", err)
+			}
+		}()
+		waitFor(t, 20*time.Second, "the collector to report its lines", func() error {
+			out := mustCtl(t, zk, "collector", "list")
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			if len(lines) != 3 {
+				return fmt.Errorf("collector list printed %q, want a header, a row and the sources", out)
+			}
+			f := strings.Fields(lines[1])
+			if f[0] != "host1" || f[1] != "alive" || f[len(f)-3] != "1" || f[len(f)-1] != "2" {
+				return fmt.Errorf("row %q: want host1 alive with 1 source and 2 lines", lines[1])
+			}
+			if lines[2] != "host1: file://"+src {
+				return fmt.Errorf("sources line %q", lines[2])
+			}
+			return nil
+		})
+		var doc struct {
+			Collectors []collector.CollectorInfo
+		}
+		if err := json.Unmarshal([]byte(mustCtl(t, zk, "--json", "collector", "list")), &doc); err != nil ||
+			len(doc.Collectors) != 1 || !doc.Collectors[0].Alive || doc.Collectors[0].Lines != 2 {
+			t.Fatalf("--json collector list: %+v, %v", doc, err)
+		}
+	})
+}

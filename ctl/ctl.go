@@ -1,0 +1,451 @@
+package ctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+)
+
+// Exit statuses of Run. lock and elect also pass their command's status
+// through, and a command killed by signal N gives 128+N, as in a shell.
+const (
+	ExitOK      = 0
+	ExitFailure = 1  // the server refused, the connection failed, bad input
+	ExitUsage   = 2  // wrong arguments or flags
+	ExitLost    = 75 // lock or leadership lost while the command ran (EX_TEMPFAIL: retry)
+)
+
+// DefaultConnect is --zk when neither the flag nor SHEPHERD_ZK is given.
+const DefaultConnect = "127.0.0.1:2181"
+
+// Env is what one ctl run reads and writes besides the server.
+type Env struct {
+	Stdin  io.Reader // given to commands run by lock and elect; nil: none
+	Stdout io.Writer // results
+	Stderr io.Writer // errors and warnings
+	// Signals delivers the signals the process receives (SIGINT, SIGTERM).
+	// They interrupt a wait, and are forwarded to a command run by lock or
+	// elect. Nil: none arrive.
+	Signals <-chan os.Signal
+	// Location is the zone of the times in stat output, time.Local if nil.
+	Location *time.Location
+	// Logger receives the session's warnings (connection suspended, session
+	// lost), and with --verbose its debug messages. Nil: discarded.
+	Logger *slog.Logger
+}
+
+// Run runs one ctl command line — the words after "shepherd ctl", such
+// as ["--zk", "host:2181", "ls", "/"] — and returns its exit status. ctx
+// bounds the whole run.
+func Run(ctx context.Context, env Env, args []string) int {
+	if env.Stdout == nil {
+		env.Stdout = io.Discard
+	}
+	if env.Stderr == nil {
+		env.Stderr = io.Discard
+	}
+	if env.Location == nil {
+		env.Location = time.Local
+	}
+	r := newRunner(ctx, env)
+	defer r.close()
+	err := r.app().RunContext(r.ctx, append([]string{"shepherd ctl"}, args...))
+	return r.report(err)
+}
+
+// runner is the state of one Run: the parsed global flags, the session
+// (dialled on first use) and the routing of signals.
+type runner struct {
+	env Env
+
+	ctx    context.Context // ends on the first signal, unless a verb routes signals elsewhere
+	cancel context.CancelFunc
+	sigs   *signalRouter
+
+	connect        string
+	auth           string
+	json           bool
+	timeout        time.Duration
+	sessionTimeout time.Duration
+	verbose        bool
+
+	sess *recipe.Session
+	// notFound is the unknown verb the user typed, reported as a usage error.
+	notFound string
+}
+
+func newRunner(ctx context.Context, env Env) *runner {
+	r := &runner{env: env}
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	r.sigs = newSignalRouter(env.Signals, r.interrupt)
+	return r
+}
+
+// interrupt is the default signal handler: stop whatever we wait for.
+func (r *runner) interrupt(os.Signal) { r.cancel() }
+
+func (r *runner) close() {
+	if r.sess != nil {
+		r.sess.Close()
+	}
+	r.sigs.stop()
+	r.cancel()
+}
+
+// usageError is a mistake in the command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// exitError ends the run with a given status, printing msg if not empty.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// report prints err as one line on stderr and returns the exit status.
+func (r *runner) report(err error) int {
+	if err == nil && r.notFound != "" {
+		err = usagef("unknown command %q: run \"shepherd ctl help\" for the list", r.notFound)
+	}
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitFailure
+	var ue *usageError
+	var ee *exitError
+	switch {
+	case errors.As(err, &ue):
+		code = ExitUsage
+	case errors.As(err, &ee):
+		code = ee.code
+	case r.sigs.received() != nil && errors.Is(err, context.Canceled):
+		sig := r.sigs.received()
+		code = 128 + signalNumber(sig)
+		err = fmt.Errorf("interrupted by %v", sig)
+	}
+	if err.Error() != "" {
+		r.printError(err)
+	}
+	return code
+}
+
+// printError writes err as one line: plain, or with --json as
+// {"error": message, "code": ZooKeeper's error code if the server refused}.
+func (r *runner) printError(err error) {
+	msg := strings.ReplaceAll(strings.TrimRight(err.Error(), "\n"), "\n", " ")
+	if r.json {
+		var ze *zkError
+		var code string
+		if errors.As(err, &ze) {
+			code = ze.code()
+		}
+		writeJSON(r.env.Stderr, struct {
+			Error string `json:"error"`
+			Code  string `json:"code,omitempty"`
+		}{msg, code})
+		return
+	}
+	fmt.Fprintln(r.env.Stderr, msg)
+}
+
+// warn writes a warning line to stderr; it never goes to stdout, so it
+// cannot corrupt --json output.
+func (r *runner) warn(format string, args ...any) {
+	fmt.Fprintf(r.env.Stderr, "warning: "+format+"\n", args...)
+}
+
+// session returns the run's session, dialling it on first use.
+func (r *runner) session() (*recipe.Session, error) {
+	if r.sess != nil {
+		return r.sess, nil
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	defer cancel()
+	s, err := recipe.Dial(ctx, r.connect, recipe.Options{
+		SessionTimeout: r.sessionTimeout,
+		Auth:           r.auth,
+		Logger:         r.logger(),
+		Retry:          recipe.RetryPolicy{BaseDelay: 50 * time.Millisecond, MaxDelay: time.Second, MaxElapsed: r.timeout},
+	})
+	switch {
+	case err == nil:
+		r.sess = s
+		return s, nil
+	case errors.Is(err, recipe.ErrBadConnectString):
+		return nil, fmt.Errorf("--zk: %w", err)
+	case r.ctx.Err() != nil:
+		return nil, err
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("cannot connect to %s within %v: is a ZooKeeper or shepherd coord server listening there? (set --zk host:port, or a longer --timeout)", r.connect, r.timeout)
+	}
+	return nil, fmt.Errorf("cannot connect to %s: %w", r.connect, err)
+}
+
+// logger is the session's logger: warnings only, unless --verbose.
+func (r *runner) logger() *slog.Logger {
+	if r.env.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	if r.verbose {
+		return r.env.Logger
+	}
+	return slog.New(minLevel{r.env.Logger.Handler(), slog.LevelWarn})
+}
+
+// minLevel drops records below its level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.level}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.level}
+}
+
+// opCtx bounds one request to the server by --timeout.
+func (r *runner) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.ctx, r.timeout)
+}
+
+// signalRouter hands each signal to the current handler: by default the
+// runner's interrupt, while lock or elect runs a command the forwarding
+// to that command.
+type signalRouter struct {
+	mu      sync.Mutex
+	handler func(os.Signal)
+	first   os.Signal
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newSignalRouter(ch <-chan os.Signal, handler func(os.Signal)) *signalRouter {
+	sr := &signalRouter{handler: handler, done: make(chan struct{})}
+	if ch == nil {
+		return sr
+	}
+	sr.wg.Add(1)
+	go func() {
+		defer sr.wg.Done()
+		for {
+			select {
+			case sig := <-ch:
+				sr.mu.Lock()
+				if sr.first == nil {
+					sr.first = sig
+				}
+				h := sr.handler
+				sr.mu.Unlock()
+				h(sig)
+			case <-sr.done:
+				return
+			}
+		}
+	}()
+	return sr
+}
+
+// route sets the handler of the signals to come and returns the previous one.
+func (sr *signalRouter) route(h func(os.Signal)) (prev func(os.Signal)) {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	prev, sr.handler = sr.handler, h
+	return prev
+}
+
+// received returns the first signal received, or nil.
+func (sr *signalRouter) received() os.Signal {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	return sr.first
+}
+
+func (sr *signalRouter) stop() {
+	close(sr.done)
+	sr.wg.Wait()
+}
+
+// signalNumber is sig's number, for the 128+N exit status.
+func signalNumber(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return int(s)
+	}
+	return int(syscall.SIGINT)
+}
+
+// app is the command tree.
+func (r *runner) app() *cli.App {
+	return &cli.App{
+		Name:      "shepherd ctl",
+		HelpName:  "shepherd ctl",
+		Usage:     "zkCli-like client for shepherd coord and Apache ZooKeeper",
+		UsageText: "shepherd ctl [--zk host:port[,host:port…][/chroot]] [--auth digest:user:password] [--json] command [flags] [args]",
+		Description: `The verbs of ZooKeeper's zkCli.sh with the same output, plus watch, lock, elect,
+dump, load and the four-letter words. Flags go before arguments. Exit status: 0 ok,
+1 failure, 2 usage error; lock and elect pass their command's status through.
+See docs/ctl.md.`,
+		Writer:      r.env.Stdout,
+		ErrWriter:   r.env.Stderr,
+		HideVersion: true,
+		// urfave/cli's own help flag and command are package variables
+		// that every run writes to: concurrent Runs in one process (tests,
+		// a future "shepherd up") would race on them. Each run has its own.
+		HideHelp:               true,
+		HideHelpCommand:        true,
+		UseShortOptionHandling: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "zk", Value: DefaultConnect, EnvVars: []string{"SHEPHERD_ZK"},
+				Usage: "servers and optional chroot: host:port[,host:port…][/chroot]"},
+			&cli.StringFlag{Name: "auth", EnvVars: []string{"SHEPHERD_AUTH"},
+				Usage: "credential added to the session: digest:user:password"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON document per command (watch: per event)"},
+			&cli.DurationFlag{Name: "timeout", Value: 15 * time.Second,
+				Usage: "bound on connecting and on each request"},
+			&cli.DurationFlag{Name: "session-timeout", Value: recipe.DefaultSessionTimeout,
+				Usage: "session timeout: how soon the server frees a crashed ctl's locks and ephemeral nodes"},
+			&cli.BoolFlag{Name: "verbose", Usage: "log the session's connection events"},
+			helpFlag(),
+		},
+		Before:         r.globals,
+		ExitErrHandler: func(*cli.Context, error) {}, // report() decides the exit status
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usagef("%v (run \"shepherd ctl help\")", err)
+		},
+		CommandNotFound: func(_ *cli.Context, name string) { r.notFound = name },
+		Action: func(c *cli.Context) error {
+			if c.Bool("help") {
+				return cli.ShowAppHelp(c)
+			}
+			if c.Args().Present() {
+				r.notFound = c.Args().First()
+				return nil
+			}
+			return usagef("no command given: run \"shepherd ctl help\" for the list")
+		},
+		Commands: r.commands(),
+	}
+}
+
+// globals reads the global flags.
+func (r *runner) globals(c *cli.Context) error {
+	r.connect = c.String("zk")
+	r.json = c.Bool("json")
+	r.timeout = c.Duration("timeout")
+	r.sessionTimeout = c.Duration("session-timeout")
+	r.verbose = c.Bool("verbose")
+	if r.timeout <= 0 {
+		return usagef("--timeout %v: must be positive", r.timeout)
+	}
+	if r.sessionTimeout <= 0 {
+		return usagef("--session-timeout %v: must be positive", r.sessionTimeout)
+	}
+	if a := c.String("auth"); a != "" {
+		scheme, cred, ok := strings.Cut(a, ":")
+		if !ok || scheme != "digest" || !strings.Contains(cred, ":") {
+			return usagef("--auth: want digest:user:password, got %q", redact(a))
+		}
+		r.auth = cred
+	}
+	return nil
+}
+
+// redact hides the password of an --auth value in messages.
+func redact(auth string) string {
+	if i := strings.LastIndexByte(auth, ':'); i >= 0 {
+		return auth[:i+1] + "***"
+	}
+	return auth
+}
+
+// commands lists every verb.
+func (r *runner) commands() []*cli.Command {
+	cmds := r.znodeCommands()
+	cmds = append(cmds, r.watchCommand(), r.lockCommand(), r.electCommand(), r.dumpCommand(), r.loadCommand(), r.taskCommand())
+	cmds = append(cmds, r.sourceCommand(), r.collectorCommand())
+	cmds = append(cmds, r.jobCommand())
+	cmds = append(cmds, r.fourLetterCommands()...)
+	for _, c := range cmds {
+		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			return usagef("%s: %v (usage: %s)", c.Command.Name, err, usageLine(c))
+		}
+		c.HideHelp = true
+		c.UsageText = strings.TrimSpace("shepherd ctl " + c.Name + " " + c.ArgsUsage)
+		c.Flags = append(c.Flags, helpFlag())
+		action := c.Action
+		c.Action = func(c *cli.Context) error {
+			if c.Bool("help") {
+				return cli.ShowCommandHelp(c, c.Command.Name)
+			}
+			return action(c)
+		}
+	}
+	return append(cmds, &cli.Command{
+		Name:      "help",
+		Aliases:   []string{"h"},
+		Usage:     "show the commands, or one command's flags",
+		ArgsUsage: "[command]",
+		HideHelp:  true,
+		Action: func(c *cli.Context) error {
+			if name := c.Args().First(); name != "" {
+				if c.App.Command(name) == nil {
+					return usagef("help: unknown command %q", name)
+				}
+				return cli.ShowCommandHelp(c, name)
+			}
+			return cli.ShowAppHelp(c)
+		},
+	})
+}
+
+// helpFlag is a --help flag of this run's own (see app).
+func helpFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help"}
+}
+
+// usageLine is "verb args-usage", the synopsis shown in usage errors.
+func usageLine(c *cli.Context) string {
+	return strings.TrimSpace(c.Command.Name + " " + c.Command.ArgsUsage)
+}
+
+// argsN returns the command's arguments if there are between min and max
+// of them (max < 0: no limit), and a usage error naming the problem
+// otherwise.
+func argsN(c *cli.Context, min, max int) ([]string, error) {
+	a := c.Args().Slice()
+	switch {
+	case len(a) < min:
+		return nil, usagef("%s: missing argument (usage: %s)", c.Command.Name, usageLine(c))
+	case max >= 0 && len(a) > max:
+		extra := a[max]
+		if strings.HasPrefix(extra, "-") {
+			return nil, usagef("%s: unexpected argument %q: flags go before the path (usage: %s)", c.Command.Name, extra, usageLine(c))
+		}
+		return nil, usagef("%s: unexpected argument %q (usage: %s)", c.Command.Name, extra, usageLine(c))
+	}
+	return a, nil
+}

@@ -1,0 +1,25 @@
+// Package ctl is `shepherd ctl`, the operator's command-line client: the
+// verbs of ZooKeeper's zkCli.sh (ls, create, get, set, stat, delete,
+// deleteall, getacl, setacl, sync) with the same output, plus verbs zkCli
+// lacks — watch (stream events), lock and elect (run a command while
+// holding a lock or leadership), dump and load (subtree export and import
+// as JSON) and the four-letter words (srvr, mntr, ruok …).
+//
+// It talks to `shepherd coord` or to an Apache ZooKeeper ensemble through
+// coord/recipe, and uses nothing only the bundled server has.
+//
+// Run is the whole program: it takes the words after "shepherd ctl" and an
+// Env (the standard streams, the signals to forward, a clock zone) and
+// returns the exit status, so every verb is testable in-process.
+// cmd/shepherd only wires os.Stdout and friends to it.
+//
+// # Output and exit status
+//
+// Plain output matches zkCli.sh's where a user would compare the two
+// (children as [a, b], the stat block, getAcl's 'scheme,'id lines, error
+// texts such as "Node does not exist: /x"). With --json every command
+// prints one JSON document (watch: one per event). Errors are one line on
+// stderr. Exit status: 0 success, 1 failure, 2 usage error; lock and elect
+// pass the command's status through, or exit 75 when the lock or the
+// leadership was lost while the command ran. docs/ctl.md is the manual.
+package ctl

@@ -1,0 +1,448 @@
+package ctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shepherd-dev/shepherd/scheduler"
+)
+
+// jobCommand is `ctl job …`: the administration of `shepherd scheduler`
+// jobs. The logic is package scheduler's (StoreJob, Trigger, …); this
+// parses words and prints.
+func (r *runner) jobCommand() *cli.Command {
+	subs := []*cli.Command{
+		{
+			Name:      "add",
+			Usage:     "store a job (or every job of a jobs file) in /scheduler/jobs",
+			ArgsUsage: "[--file jobs.yaml] | [--schedule cron] [flags] name -- command [args…]",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "file", Usage: "YAML jobs file: store each of its jobs"},
+				&cli.StringFlag{Name: "schedule", Usage: "cron expression: 5 or 6 fields, @daily, @every 1h, CRON_TZ=…"},
+				&cli.StringFlag{Name: "time-zone", Usage: "IANA zone of the schedule and run keys (default UTC)"},
+				&cli.StringFlag{Name: "dir", Usage: "working directory of the command"},
+				&cli.StringSliceFlag{Name: "env", Usage: "NAME=value added to the command's environment (repeatable)"},
+				&cli.DurationFlag{Name: "timeout", Usage: "bound on one attempt; the process group is killed after it"},
+				&cli.IntFlag{Name: "retries", Usage: "retries of a failed attempt"},
+				&cli.DurationFlag{Name: "retry-backoff", Usage: "wait before the first retry, doubled after (default 10s)"},
+				&cli.StringFlag{Name: "concurrency-policy", Usage: "allow, forbid or replace (default allow)"},
+				&cli.DurationFlag{Name: "starting-deadline", Usage: "how late a missed run may still start (0: missed runs are only recorded)"},
+				&cli.IntFlag{Name: "history-limit", Usage: "finished runs kept (default 10)"},
+			},
+			Action: r.jobAdd,
+		},
+		{Name: "list", Usage: "stored jobs with their latest run", Action: r.jobList},
+		{Name: "show", Usage: "a job's spec and runs", ArgsUsage: "job", Action: r.jobShow},
+		{
+			Name: "run-now", Usage: "run a job now, once, on one scheduler", ArgsUsage: "[--wait duration] job",
+			Flags:  []cli.Flag{&cli.DurationFlag{Name: "wait", Usage: "wait this long for the result and print it (exit 1 unless it succeeded)"}},
+			Action: r.jobRunNow,
+		},
+		{Name: "pause", Usage: "stop firing a job on every scheduler", ArgsUsage: "job", Action: r.jobPause(true)},
+		{Name: "resume", Usage: "fire a paused job again (missed runs are caught up per its starting deadline)", ArgsUsage: "job", Action: r.jobPause(false)},
+		{Name: "rm", Usage: "delete a stored job (its run history stays)", ArgsUsage: "job", Action: r.jobRemove},
+		{
+			Name: "logs", Usage: "the output of a run (default: the latest)", ArgsUsage: "job [run-key]",
+			Action: r.jobLogs,
+		},
+	}
+	for _, c := range subs {
+		c.HideHelp = true
+		c.Flags = append(c.Flags, helpFlag())
+		c.UsageText = strings.TrimSpace("shepherd ctl job " + c.Name + " " + c.ArgsUsage)
+		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			return usagef("job %s: %v (usage: %s)", c.Command.Name, err, c.Command.UsageText)
+		}
+		action := c.Action
+		c.Action = func(c *cli.Context) error {
+			if c.Bool("help") {
+				return cli.ShowSubcommandHelp(c)
+			}
+			return action(c)
+		}
+	}
+	return &cli.Command{
+		Name:        "job",
+		Usage:       "manage scheduler jobs: add, list, show, run-now, pause, resume, rm, logs",
+		ArgsUsage:   "verb [args…]",
+		Description: "Jobs of `shepherd scheduler`, stored in /scheduler/jobs. See docs/scheduler.md.",
+		Subcommands: subs,
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usagef("job: unknown verb %q: want add, list, show, run-now, pause, resume, rm or logs", c.Args().First())
+			}
+			return usagef("job: missing verb: want add, list, show, run-now, pause, resume, rm or logs")
+		},
+	}
+}
+
+// jobError words a scheduler error for the command line.
+func jobError(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	if errors.Is(err, scheduler.ErrInvalidJob) || errors.Is(err, scheduler.ErrNoSuchJob) {
+		return errors.New(strings.TrimPrefix(err.Error(), "scheduler: "))
+	}
+	return err
+}
+
+func (r *runner) jobAdd(c *cli.Context) error {
+	var jobs []scheduler.Job
+	if path := c.String("file"); path != "" {
+		if c.NArg() > 0 {
+			return usagef("job add: --file takes no name or command")
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("job add: %w", err)
+		}
+		if jobs, err = scheduler.ParseJobs(data); err != nil {
+			return fmt.Errorf("job add: %s: %w", path, jobError(err))
+		}
+	} else {
+		args := c.Args().Slice()
+		if len(args) > 1 && args[1] == "--" {
+			args = append(args[:1], args[2:]...)
+		}
+		if len(args) < 2 {
+			return usagef("job add: want a name and a command (usage: %s)", c.Command.UsageText)
+		}
+		j := scheduler.Job{
+			Name: args[0], Schedule: c.String("schedule"), TimeZone: c.String("time-zone"),
+			Command: args[1], Args: args[2:], Dir: c.String("dir"),
+			Timeout: scheduler.Duration(c.Duration("timeout")), Retries: c.Int("retries"),
+			RetryBackoff:      scheduler.Duration(c.Duration("retry-backoff")),
+			ConcurrencyPolicy: scheduler.Policy(c.String("concurrency-policy")),
+			StartingDeadline:  scheduler.Duration(c.Duration("starting-deadline")),
+			HistoryLimit:      c.Int("history-limit"),
+		}
+		for _, kv := range c.StringSlice("env") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return usagef("job add: --env %q: want NAME=value", kv)
+			}
+			if j.Env == nil {
+				j.Env = map[string]string{}
+			}
+			j.Env[k] = v
+		}
+		if err := j.Validate(); err != nil {
+			return usagef("job add: %v", jobError(err))
+		}
+		jobs = []scheduler.Job{j}
+	}
+	s, err := r.session()
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		ctx, cancel := r.opCtx()
+		err := scheduler.StoreJob(ctx, s, j)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("job add %s: %w", j.Name, jobError(err))
+		}
+		if !r.json {
+			fmt.Fprintf(r.env.Stdout, "stored %s\n", scheduler.JobPath(j.Name))
+		}
+	}
+	if r.json {
+		names := make([]string, len(jobs))
+		for i, j := range jobs {
+			names[i] = j.Name
+		}
+		return writeJSON(r.env.Stdout, map[string]any{"stored": names})
+	}
+	return nil
+}
+
+// jobSummary is one line of job list.
+type jobSummary struct {
+	Name     string            `json:"name"`
+	Schedule string            `json:"schedule"`
+	Paused   bool              `json:"paused"`
+	Last     *scheduler.Result `json:"last,omitempty"`
+	Running  []string          `json:"running,omitempty"`
+	Error    string            `json:"error,omitempty"`
+}
+
+func (r *runner) jobList(c *cli.Context) error {
+	if _, err := argsN(c, 0, 0); err != nil {
+		return err
+	}
+	s, err := r.session()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	jobs, bad, err := scheduler.StoredJobs(ctx, s)
+	if err != nil {
+		return err
+	}
+	var out []jobSummary
+	for _, j := range jobs {
+		sum := jobSummary{Name: j.Name, Schedule: j.Schedule}
+		if err := r.fillSummary(ctx, &sum); err != nil {
+			return err
+		}
+		out = append(out, sum)
+	}
+	for name, e := range bad {
+		out = append(out, jobSummary{Name: name, Error: jobError(e).Error()})
+	}
+	if r.json {
+		if out == nil {
+			out = []jobSummary{}
+		}
+		return writeJSON(r.env.Stdout, out)
+	}
+	tw := tabwriter.NewWriter(r.env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSCHEDULE\tPAUSED\tLAST RUN\tSTATUS\tRUNNING")
+	for _, j := range out {
+		last, status := "-", "-"
+		if j.Last != nil {
+			last, status = j.Last.RunKey, string(j.Last.Status)
+		}
+		if j.Error != "" {
+			status = "invalid: " + j.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\n", j.Name, j.Schedule, j.Paused, last, status, strings.Join(j.Running, ","))
+	}
+	return tw.Flush()
+}
+
+func (r *runner) fillSummary(ctx context.Context, sum *jobSummary) error {
+	s := r.sess
+	var err error
+	if sum.Paused, err = scheduler.Paused(ctx, s, sum.Name); err != nil {
+		return err
+	}
+	runs, err := scheduler.Runs(ctx, s, sum.Name)
+	if err != nil {
+		return err
+	}
+	for _, ri := range runs {
+		if ri.Result != nil {
+			sum.Last = ri.Result
+		} else if ri.Running {
+			sum.Running = append(sum.Running, ri.RunKey)
+		}
+	}
+	return nil
+}
+
+func (r *runner) jobShow(c *cli.Context) error {
+	args, err := argsN(c, 1, 1)
+	if err != nil {
+		return err
+	}
+	s, err := r.session()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	j, jerr := scheduler.LoadJob(ctx, s, args[0])
+	if jerr != nil && !errors.Is(jerr, scheduler.ErrNoSuchJob) {
+		return jobError(jerr)
+	}
+	stored := jerr == nil
+	paused, err := scheduler.Paused(ctx, s, args[0])
+	if err != nil {
+		return err
+	}
+	runs, err := scheduler.Runs(ctx, s, args[0])
+	if err != nil {
+		return err
+	}
+	if !stored && len(runs) == 0 {
+		return jobError(jerr)
+	}
+	if r.json {
+		type run struct {
+			RunKey  string            `json:"runKey"`
+			Running bool              `json:"running"`
+			Result  *scheduler.Result `json:"result,omitempty"`
+		}
+		doc := struct {
+			Job    *scheduler.Job `json:"job,omitempty"`
+			Paused bool           `json:"paused"`
+			Runs   []run          `json:"runs"`
+		}{Paused: paused, Runs: []run{}}
+		if stored {
+			doc.Job = &j
+		}
+		for _, ri := range runs {
+			doc.Runs = append(doc.Runs, run{ri.RunKey, ri.Running, ri.Result})
+		}
+		return writeJSON(r.env.Stdout, doc)
+	}
+	w := r.env.Stdout
+	if stored {
+		fmt.Fprintf(w, "%s\n", j.Encode())
+	} else {
+		fmt.Fprintf(w, "%s is not stored in %s (a jobs file defines it)\n", args[0], scheduler.JobsPath)
+	}
+	fmt.Fprintf(w, "paused: %v\n", paused)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN KEY\tSTATUS\tATTEMPT\tHOST\tSTART\tDURATION\tERROR")
+	for _, ri := range runs {
+		if ri.Result == nil {
+			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", ri.RunKey, map[bool]string{true: "running", false: "pending"}[ri.Running])
+			continue
+		}
+		res := ri.Result
+		start, dur := "-", "-"
+		if !res.Start.IsZero() {
+			start = res.Start.In(r.env.Location).Format(time.DateTime)
+			dur = res.End.Sub(res.Start).Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", ri.RunKey, res.Status, res.Attempt, res.Host, start, dur, res.Error)
+	}
+	return tw.Flush()
+}
+
+func (r *runner) jobRunNow(c *cli.Context) error {
+	args, err := argsN(c, 1, 1)
+	if err != nil {
+		return err
+	}
+	wait := c.Duration("wait")
+	if wait < 0 {
+		return usagef("job run-now: --wait %v: must not be negative", wait)
+	}
+	s, err := r.session()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	_, jerr := scheduler.LoadJob(ctx, s, args[0])
+	key, err := scheduler.Trigger(ctx, s, args[0], time.Now())
+	cancel()
+	if err != nil {
+		return jobError(err)
+	}
+	if errors.Is(jerr, scheduler.ErrNoSuchJob) {
+		r.warn("%s is not stored in %s: it runs only if a scheduler has it in its jobs file", args[0], scheduler.JobsPath)
+	}
+	if wait == 0 {
+		if r.json {
+			return writeJSON(r.env.Stdout, map[string]string{"runKey": key})
+		}
+		fmt.Fprintln(r.env.Stdout, key)
+		return nil
+	}
+	wctx, wcancel := context.WithTimeout(r.ctx, wait)
+	defer wcancel()
+	for {
+		res, ok, err := scheduler.ReadResult(wctx, s, args[0], key)
+		if err == nil && ok {
+			if r.json {
+				_ = writeJSON(r.env.Stdout, res)
+			} else {
+				fmt.Fprintf(r.env.Stdout, "%s %s attempt %d on %s (exit %d)\n", key, res.Status, res.Attempt, res.Host, res.ExitCode)
+			}
+			if res.Status != scheduler.Succeeded {
+				return &exitError{code: ExitFailure, msg: fmt.Sprintf("run %s %s: %s", key, res.Status, res.Error)}
+			}
+			return nil
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-wctx.Done():
+			t.Stop()
+			if r.ctx.Err() != nil {
+				return r.ctx.Err()
+			}
+			return fmt.Errorf("run %s of %s: no result within %v (is a scheduler with this job running?)", key, args[0], wait)
+		}
+	}
+}
+
+func (r *runner) jobPause(pause bool) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		args, err := argsN(c, 1, 1)
+		if err != nil {
+			return err
+		}
+		s, err := r.session()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := r.opCtx()
+		defer cancel()
+		return jobError(scheduler.SetPaused(ctx, s, args[0], pause))
+	}
+}
+
+func (r *runner) jobRemove(c *cli.Context) error {
+	args, err := argsN(c, 1, 1)
+	if err != nil {
+		return err
+	}
+	s, err := r.session()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	return jobError(scheduler.RemoveJob(ctx, s, args[0]))
+}
+
+// jobLogs prints a run's log file when it is on this machine, and the
+// output tail kept in its result otherwise.
+func (r *runner) jobLogs(c *cli.Context) error {
+	args, err := argsN(c, 1, 2)
+	if err != nil {
+		return err
+	}
+	s, err := r.session()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	var res *scheduler.Result
+	if len(args) == 2 {
+		got, ok, err := scheduler.ReadResult(ctx, s, args[0], args[1])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("job %s run %s has no result (running, or no such run: see job show %s)", args[0], args[1], args[0])
+		}
+		res = &got
+	} else {
+		runs, err := scheduler.Runs(ctx, s, args[0])
+		if err != nil {
+			return err
+		}
+		for _, ri := range runs {
+			if ri.Result != nil {
+				res = ri.Result
+			}
+		}
+		if res == nil {
+			return fmt.Errorf("job %s has no finished run", args[0])
+		}
+	}
+	if res.LogFile != "" {
+		if data, err := os.ReadFile(res.LogFile); err == nil {
+			_, err = r.env.Stdout.Write(data)
+			return err
+		}
+	}
+	r.warn("log file %s of run %s is on %s; showing the output tail kept in the result", res.LogFile, res.RunKey, res.Host)
+	_, err = fmt.Fprint(r.env.Stdout, res.Output)
+	return err
+}

@@ -1,0 +1,275 @@
+package ctl
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shepherd-dev/shepherd/core"
+)
+
+// taskCommand is `ctl task …`: the replication tasks of `shepherd core`,
+// managed through package core's Admin.
+func (r *runner) taskCommand() *cli.Command {
+	root := &cli.StringFlag{Name: "root", Value: core.DefaultRoot, EnvVars: []string{"SHEPHERD_REPLICATION_ROOT"},
+		Usage: "root of the replication nodes (below the --zk chroot)"}
+	subs := []*cli.Command{{
+		Name:      "add",
+		Usage:     "add a task from a YAML or JSON spec (docs/replication.md)",
+		ArgsUsage: "[--replace] -f task.yaml",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "f", Usage: "the spec file, - for standard input"},
+			&cli.BoolFlag{Name: "replace", Usage: "overwrite the spec of an existing task (its owner restarts with it)"},
+		},
+		Action: r.taskAdd,
+	}, {
+		Name:   "list",
+		Usage:  "list tasks with their owner, position and lag",
+		Action: r.taskList,
+	}, {
+		Name:      "show",
+		Usage:     "show a task: spec, lastCommit, instances (RUNNING, STANDBY …), lag",
+		ArgsUsage: "task",
+		Action:    r.taskShow,
+	}, {
+		Name:      "start",
+		Usage:     "set a task's desired state to running; restarts a FAILED task",
+		ArgsUsage: "task",
+		Action:    r.taskSetState(core.DesiredRunning),
+	}, {
+		Name:      "stop",
+		Usage:     "set a task's desired state to stopped: its owner pauses (cold: gives it up)",
+		ArgsUsage: "task",
+		Action:    r.taskSetState(core.DesiredStopped),
+	}, {
+		Name:      "rm",
+		Usage:     "remove a task that no core stands by for",
+		ArgsUsage: "task",
+		Action:    r.taskRemove,
+	}}
+	for _, c := range subs {
+		c.HideHelp = true
+		c.UsageText = strings.TrimSpace("shepherd ctl task " + c.Name + " " + c.ArgsUsage)
+		c.Flags = append(c.Flags, helpFlag())
+		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			return usagef("task %s: %v (usage: %s)", c.Command.Name, err, c.Command.UsageText)
+		}
+		action := c.Action
+		c.Action = func(c *cli.Context) error {
+			if c.Bool("help") {
+				return cli.ShowCommandHelp(c, c.Command.Name)
+			}
+			return action(c)
+		}
+	}
+	return &cli.Command{
+		Name:      "task",
+		Usage:     "manage replication tasks: add, list, show, start, stop, rm",
+		ArgsUsage: "[--root path] add|list|show|start|stop|rm [args]",
+		Description: `  add [--replace] -f task.yaml  add a task from a YAML or JSON spec (- for stdin)
+  list                          tasks with their owner, state, position and lag
+  show <task>                   spec, lastCommit and instances (RUNNING, STANDBY …)
+  start <task>                  desired state running; restarts a FAILED task
+  stop <task>                   desired state stopped: the owner pauses (cold: gives it up)
+  rm <task>                     remove a task no core stands by for
+
+Replication tasks live under /mysql_replicator (--root, or SHEPHERD_REPLICATION_ROOT):
+tasks/<task> holds the spec, tasks/<task>/instances the cores standing by for it
+(cold-standby tasks: tasks-groups/<group>/<task>/instances), tasks/<task>/lastCommit
+the checkpoint. See docs/replication.md.`,
+		Flags:       []cli.Flag{root},
+		Subcommands: subs,
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usagef("task: unknown verb %q: want add, list, show, start, stop or rm", c.Args().First())
+			}
+			return usagef("task: missing verb: add, list, show, start, stop or rm (shepherd ctl task --help)")
+		},
+	}
+}
+
+// admin returns the task admin over the run's session.
+func (r *runner) admin(c *cli.Context) (*core.Admin, error) {
+	s, err := r.session()
+	if err != nil {
+		return nil, err
+	}
+	root := c.String("root")
+	if err := checkPath(root, false); err != nil || root == "/" {
+		return nil, usagef("task: --root %q: want an absolute path below /", root)
+	}
+	return core.NewAdmin(s, root), nil
+}
+
+// taskArg returns the task name argument.
+func taskArg(c *cli.Context) (string, error) {
+	args := c.Args().Slice()
+	if len(args) != 1 {
+		return "", usagef("task %s: want one task name (usage: %s)", c.Command.Name, c.Command.UsageText)
+	}
+	return args[0], nil
+}
+
+func (r *runner) taskAdd(c *cli.Context) error {
+	if c.Args().Present() {
+		return usagef("task add: unexpected argument %q: give the spec with -f file (usage: %s)", c.Args().First(), c.Command.UsageText)
+	}
+	file := c.String("f")
+	if file == "" {
+		return usagef("task add: -f task.yaml is required (- for standard input)")
+	}
+	data, err := r.readSpecFile(file)
+	if err != nil {
+		return err
+	}
+	sp, err := core.ParseSpec(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	a, err := r.admin(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	if err := a.AddTask(ctx, sp, c.Bool("replace")); err != nil {
+		return err
+	}
+	if r.json {
+		return writeJSON(r.env.Stdout, struct {
+			Task string `json:"task"`
+			Path string `json:"path"`
+		}{sp.Name, a.Layout().Task(sp.Name)})
+	}
+	fmt.Fprintf(r.env.Stdout, "task %s added at %s (%s standby, %s)\n", sp.Name, a.Layout().Task(sp.Name), standbyText(sp), sp.State)
+	return nil
+}
+
+// maxSpecFile bounds a spec file: a spec is a few hundred bytes.
+const maxSpecFile = 1 << 20
+
+func (r *runner) readSpecFile(file string) ([]byte, error) {
+	var in io.Reader
+	if file == "-" {
+		if r.env.Stdin == nil {
+			return nil, errors.New("task add: -f -: no standard input")
+		}
+		in = r.env.Stdin
+	} else {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, fmt.Errorf("task add: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	data, err := io.ReadAll(io.LimitReader(in, maxSpecFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("task add: read %s: %w", file, err)
+	}
+	if len(data) > maxSpecFile {
+		return nil, fmt.Errorf("task add: %s is larger than %d bytes: not a task spec", file, maxSpecFile)
+	}
+	return data, nil
+}
+
+func (r *runner) taskList(c *cli.Context) error {
+	if c.Args().Present() {
+		return usagef("task list: unexpected argument %q", c.Args().First())
+	}
+	a, err := r.admin(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	tasks, err := a.Tasks(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range tasks {
+		redactStatus(&tasks[i])
+	}
+	if r.json {
+		return writeJSON(r.env.Stdout, tasks)
+	}
+	writeTaskList(r.env.Stdout, tasks, time.Now())
+	return nil
+}
+
+func (r *runner) taskShow(c *cli.Context) error {
+	name, err := taskArg(c)
+	if err != nil {
+		return err
+	}
+	a, err := r.admin(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	ts, err := a.Task(ctx, name)
+	if err != nil {
+		return err
+	}
+	redactStatus(&ts)
+	if r.json {
+		return writeJSON(r.env.Stdout, ts)
+	}
+	writeTaskShow(r.env.Stdout, &ts, time.Now(), r.env.Location)
+	return nil
+}
+
+func (r *runner) taskSetState(state string) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		name, err := taskArg(c)
+		if err != nil {
+			return err
+		}
+		a, err := r.admin(c)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := r.opCtx()
+		defer cancel()
+		if err := a.SetState(ctx, name, state); err != nil {
+			return err
+		}
+		if r.json {
+			return writeJSON(r.env.Stdout, struct {
+				Task  string `json:"task"`
+				State string `json:"state"`
+			}{name, state})
+		}
+		fmt.Fprintf(r.env.Stdout, "task %s: desired state %s\n", name, state)
+		return nil
+	}
+}
+
+func (r *runner) taskRemove(c *cli.Context) error {
+	name, err := taskArg(c)
+	if err != nil {
+		return err
+	}
+	a, err := r.admin(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	if err := a.RemoveTask(ctx, name); err != nil {
+		return err
+	}
+	if r.json {
+		return writeJSON(r.env.Stdout, struct {
+			Removed string `json:"removed"`
+		}{name})
+	}
+	fmt.Fprintf(r.env.Stdout, "task %s removed\n", name)
+	return nil
+}

@@ -1,0 +1,183 @@
+package ctl
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/core"
+)
+
+// redactedPassword replaces passwords in task output: anyone who may read
+// the task node may see them, but terminals and pasted output need not.
+const redactedPassword = "***"
+
+// redactStatus hides the passwords of a task's spec.
+func redactStatus(ts *core.TaskStatus) {
+	if ts.Spec == nil {
+		return
+	}
+	sp := *ts.Spec
+	for _, e := range []*core.Endpoint{&sp.Source, &sp.Target} {
+		if e.Password != "" {
+			e.Password = redactedPassword
+		}
+	}
+	ts.Spec = &sp
+}
+
+// standbyText is "hot" or "cold in group g".
+func standbyText(sp *core.Spec) string {
+	if sp.Standby.Mode == core.ModeCold {
+		return "cold, group " + sp.Standby.Group
+	}
+	return sp.Standby.Mode
+}
+
+// lagText renders an instance's lag, or "-" when it does not apply.
+func lagText(st core.InstanceState) string {
+	if st.State != core.StateRunning {
+		return "-"
+	}
+	return (time.Duration(st.LagSeconds * float64(time.Second))).Round(100 * time.Millisecond).String()
+}
+
+// positionText renders a position, or "-".
+func positionText(p core.Position) string {
+	if p.IsZero() {
+		return "-"
+	}
+	return p.String()
+}
+
+// ago renders how long before now t was, or "-" for no time.
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return now.Sub(t).Round(time.Second).String() + " ago"
+}
+
+// stateText is an instance's state, with the retry it waits for.
+func stateText(st core.InstanceState, now time.Time) string {
+	if st.State == core.StateRunning && st.RetryAt != nil {
+		return fmt.Sprintf("RUNNING (retry in %v)", max(st.RetryAt.Sub(now), 0).Round(100*time.Millisecond))
+	}
+	if st.State == "" {
+		return "?"
+	}
+	return st.State
+}
+
+// writeTaskList prints one line per task.
+func writeTaskList(w io.Writer, tasks []core.TaskStatus, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTANDBY\tDESIRED\tOWNER\tSTATE\tPOSITION\tLAG\tINSTANCES")
+	for _, ts := range tasks {
+		standby, desired := "?", "?"
+		if ts.Spec != nil {
+			standby, desired = standbyText(ts.Spec), ts.Spec.State
+		}
+		owner, state, pos, lag := "-", "-", "-", "-"
+		if in, ok := ts.Owner(); ok {
+			owner, state, lag = in.Name, stateText(in.State, now), lagText(in.State)
+			pos = positionText(in.State.Position)
+		} else if ts.LastCommit != nil {
+			pos = positionText(ts.LastCommit.Position())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", ts.Name, standby, desired, owner, state, pos, lag, len(ts.Instances))
+	}
+	tw.Flush()
+}
+
+// writeTaskShow prints a task in detail.
+func writeTaskShow(w io.Writer, ts *core.TaskStatus, now time.Time, loc *time.Location) {
+	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
+	line := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s:\t%s\n", k, fmt.Sprintf(format, args...)) }
+	line("task", "%s", ts.Name)
+	if sp := ts.Spec; sp != nil {
+		line("desired", "%s", sp.State)
+		line("standby", "%s", standbyText(sp))
+		line("source", "%s", endpointText(sp.Source))
+		line("target", "%s", endpointText(sp.Target))
+		line("start", "%s", sp.Start)
+		if len(sp.Filter.Include)+len(sp.Filter.Exclude) > 0 {
+			line("filter", "include %s; exclude %s", listText(sp.Filter.Include), listText(sp.Filter.Exclude))
+		}
+		for i, rt := range sp.Routes {
+			k := ""
+			if i == 0 {
+				k = "routes"
+			}
+			fmt.Fprintf(tw, "%s\t%s -> %s\n", k+":", rt.From, rt.To)
+		}
+	} else {
+		line("spec", "%s", ts.SpecError)
+	}
+	switch lc := ts.LastCommit; {
+	case lc != nil:
+		line("lastCommit", "%s at %s (%s) by %s, epoch %d",
+			positionText(lc.Position()), lc.Time.In(loc).Format(time.RFC3339), ago(lc.Time, now), lc.Owner, lc.Epoch)
+		if f := lc.Failure; f != nil {
+			line("failure", "%s (%d attempts, last by %s %s)", f.Error, f.Attempts, f.Owner, ago(f.Time, now))
+		}
+	case ts.LastCommitError != "":
+		line("lastCommit", "unreadable: %s", ts.LastCommitError)
+	default:
+		line("lastCommit", "none yet")
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "instances:")
+	writeInstances(w, ts.Instances, now)
+	if len(ts.Stray) > 0 {
+		fmt.Fprintln(w, "stray instances (hot-standby cores of a cold task: they run nothing):")
+		writeInstances(w, ts.Stray, now)
+	}
+}
+
+func writeInstances(w io.Writer, ins []core.Instance, now time.Time) {
+	if len(ins) == 0 {
+		fmt.Fprintln(w, "  none")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAME\tSTATE\tPOSITION\tLAG\tROWS/S\tSINCE\tERROR")
+	for _, in := range ins {
+		st := in.State
+		if in.Raw != "" {
+			fmt.Fprintf(tw, "  %s\t?\t-\t-\t-\t-\tunreadable state: %q\n", in.Name, in.Raw)
+			continue
+		}
+		rate := "-"
+		if st.State == core.StateRunning {
+			rate = fmt.Sprintf("%.0f", st.RowsPerSecond)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Name, stateText(st, now), positionText(st.Position), lagText(st), rate, ago(st.Since, now), oneLine(st.Error))
+	}
+	tw.Flush()
+}
+
+func endpointText(e core.Endpoint) string {
+	s := fmt.Sprintf("%s@%s:%d (%s)", e.User, e.Host, e.Port, e.Flavor)
+	if e.PasswordFile != "" {
+		s += ", password from " + e.PasswordFile
+	}
+	return s
+}
+
+func listText(l []string) string {
+	if len(l) == 0 {
+		return "-"
+	}
+	return strings.Join(l, ", ")
+}
+
+// oneLine keeps an error on its table row.
+func oneLine(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.ReplaceAll(s, "\n", " ")
+}

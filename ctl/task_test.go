@@ -1,0 +1,176 @@
+package ctl
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/core"
+)
+
+const taskYAML = `name: copy_hot_item
+source: {host: 127.0.0.1, port: 3306, user: repl, password: s3cret, flavor: mariadb}
+target: {host: 127.0.0.1, port: 3307, user: apply, passwordFile: /etc/pw, flavor: mariadb}
+filter: {include: [shop.*]}
+routes: [{from: shop, to: shop_copy}]
+start: current
+`
+
+func writeSpec(t testing.TB, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "task.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestTaskVerbs walks a task through add, list, show, stop, start and rm,
+// with a fake instance node standing for a running core.
+func TestTaskVerbs(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		spec := writeSpec(t, taskYAML)
+		if got := mustCtl(t, conn, "task", "add", "-f", spec); !strings.Contains(got, "task copy_hot_item added at /mysql_replicator/tasks/copy_hot_item (hot standby, running)") {
+			t.Fatalf("task add printed %q", got)
+		}
+		if r := runCtl(t, conn, "task", "add", "-f", spec); r.code != ExitFailure || !strings.Contains(r.stderr, "task exists: copy_hot_item (use --replace") {
+			t.Fatalf("second add: %v", r)
+		}
+		mustCtl(t, conn, "task", "add", "--replace", "-f", spec)
+
+		// A core's instance: RUNNING, owning the task; and a standby.
+		s := dialSession(t, conn)
+		ctx := context.Background()
+		instances := "/mysql_replicator/tasks/copy_hot_item/instances"
+		if err := s.EnsurePath(ctx, instances); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		running := core.InstanceState{Version: 1, State: core.StateRunning, Host: "db-a", PID: 42, Epoch: 77,
+			Position: core.Position{File: "mysql-bin.000003", Pos: 1234, GTID: "0-1-99"}, LagSeconds: 1.5, RowsPerSecond: 2500, Since: now, Updated: now}
+		if _, err := s.Create(ctx, instances+"/db-a-", running.Marshal(), zk.FlagEphemeralSequential, nil); err != nil {
+			t.Fatal(err)
+		}
+		standby := core.InstanceState{Version: 1, State: core.StateStandby, Host: "db-b", Since: now}
+		if _, err := s.Create(ctx, instances+"/db-b-", standby.Marshal(), zk.FlagEphemeralSequential, nil); err != nil {
+			t.Fatal(err)
+		}
+		lc := core.LastCommit{Version: 1, File: "mysql-bin.000003", Pos: 1200, Time: now, Owner: "db-a-0000000000", Epoch: 77}
+		if _, err := s.Create(ctx, "/mysql_replicator/tasks/copy_hot_item/lastCommit", lc.Marshal(), zk.FlagPersistent, nil); err != nil {
+			t.Fatal(err)
+		}
+
+		list := mustCtl(t, conn, "task", "list")
+		if !regexp.MustCompile(`(?m)^copy_hot_item\s+hot\s+running\s+db-a-0000000000\s+RUNNING\s+mysql-bin.000003:1234 gtid 0-1-99\s+1.5s\s+2$`).MatchString(list) {
+			t.Fatalf("task list:\n%s", list)
+		}
+		show := mustCtl(t, conn, "task", "show", "copy_hot_item")
+		t.Logf("task list:\n%s\ntask show:\n%s", list, show)
+		for _, want := range []string{
+			"source:     repl@127.0.0.1:3306 (mariadb)",
+			"target:     apply@127.0.0.1:3307 (mariadb), password from /etc/pw",
+			"routes:     shop -> shop_copy",
+			"lastCommit: mysql-bin.000003:1200 at ",
+			"by db-a-0000000000, epoch 77",
+		} {
+			if !strings.Contains(show, want) {
+				t.Errorf("task show lacks %q:\n%s", want, show)
+			}
+		}
+		if !regexp.MustCompile(`(?m)^  db-a-0000000000\s+RUNNING\s+mysql-bin.000003:1234 gtid 0-1-99\s+1.5s\s+2500\s+\d+s ago\s+-$`).MatchString(show) ||
+			!regexp.MustCompile(`(?m)^  db-b-0000000001\s+STANDBY\s+-\s+-\s+-\s+\d+s ago\s+-$`).MatchString(show) {
+			t.Errorf("task show instances:\n%s", show)
+		}
+		if strings.Contains(show, "s3cret") {
+			t.Errorf("task show printed the password:\n%s", show)
+		}
+		var ts core.TaskStatus
+		js := mustCtl(t, conn, "--json", "task", "show", "copy_hot_item")
+		if err := json.Unmarshal([]byte(js), &ts); err != nil {
+			t.Fatal(err)
+		}
+		if ts.Spec == nil || ts.Spec.Source.Password != "***" || len(ts.Instances) != 2 || ts.Instances[0].State.Position.Pos != 1234 {
+			t.Fatalf("task show --json: %s", js)
+		}
+
+		mustCtl(t, conn, "task", "stop", "copy_hot_item")
+		if got := mustCtl(t, conn, "task", "list"); !strings.Contains(got, "stopped") {
+			t.Fatalf("list after stop:\n%s", got)
+		}
+		if r := runCtl(t, conn, "task", "rm", "copy_hot_item"); r.code != ExitFailure ||
+			!strings.Contains(r.stderr, "has instances db-a-0000000000, db-b-0000000001: stop the cores started with --task copy_hot_item") {
+			t.Fatalf("rm with instances: %v", r)
+		}
+		s.Close() // the cores go
+		mustCtl(t, conn, "task", "start", "copy_hot_item")
+		if got := mustCtl(t, conn, "task", "rm", "copy_hot_item"); got != "task copy_hot_item removed\n" {
+			t.Fatalf("rm printed %q", got)
+		}
+		if r := runCtl(t, conn, "task", "show", "copy_hot_item"); r.code != ExitFailure || !strings.Contains(r.stderr, "no such task: copy_hot_item") {
+			t.Fatalf("show after rm: %v", r)
+		}
+		if got := mustCtl(t, conn, "ls", "/mysql_replicator/tasks"); got != "[]\n" {
+			t.Fatalf("tasks left after rm: %s", got)
+		}
+	})
+}
+
+// TestTaskVerbErrors: bad specs name the field; bad command lines are
+// usage errors.
+func TestTaskVerbErrors(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		bad := writeSpec(t, "name: t1\nsource: {host: a, user: u, port: 99999}\ntarget: {host: b}\nstart: yesterday\n")
+		for _, tc := range []struct {
+			args []string
+			code int
+			want string
+		}{
+			{[]string{"task", "add", "-f", bad}, ExitFailure, "source.port: 99999: want 1-65535; target.user: required; start: \"yesterday\""},
+			{[]string{"task", "add", "-f", bad + ".missing"}, ExitFailure, "no such file"},
+			{[]string{"task", "add"}, ExitUsage, "-f task.yaml is required"},
+			{[]string{"task", "add", "x.yaml"}, ExitUsage, "give the spec with -f"},
+			{[]string{"task"}, ExitUsage, "missing verb"},
+			{[]string{"task", "frob"}, ExitUsage, "unknown verb \"frob\""},
+			{[]string{"task", "show"}, ExitUsage, "want one task name"},
+			{[]string{"task", "start", "nope"}, ExitFailure, "no such task: nope"},
+			{[]string{"task", "show", "a/b"}, ExitFailure, "no such task"},
+			{[]string{"task", "--root", "rel", "list"}, ExitUsage, "--root \"rel\""},
+		} {
+			r := runCtl(t, conn, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("ctl %s: %v\nwant exit %d and %q", strings.Join(tc.args, " "), r, tc.code, tc.want)
+			}
+		}
+		if got := mustCtl(t, conn, "task", "list"); strings.Count(got, "\n") != 1 {
+			t.Errorf("a rejected add stored something:\n%s", got)
+		}
+		// Standard input works too.
+		env := Env{Stdin: strings.NewReader(taskYAML)}
+		if r := runCtlEnv(t, env, conn, "task", "add", "-f", "-"); r.code != 0 {
+			t.Fatalf("add from stdin: %v", r)
+		}
+	})
+}
+
+// dialSession opens a session for the test's own writes.
+func dialSession(t testing.TB, connect string) *recipe.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
