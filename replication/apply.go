@@ -1,0 +1,496 @@
+package replication
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// maxStatementBytes bounds one multi-row statement (see maxPacketBytes).
+const maxStatementBytes = 1 << 20
+
+// applier writes segments into the target. It owns one connection and at
+// most one open transaction, and is used by one goroutine.
+//
+// Statements per source transaction: row changes are merged into
+// multi-row statements (consecutive changes of one kind to one table, even
+// across the source transactions of a batch), and the checkpoint UPDATE is
+// the last statement before COMMIT. Tables with an identifying key are
+// written idempotently — REPLACE for inserts and updates, DELETE … IN for
+// deletes — so a replayed row event converges to the same row. Tables
+// without one are matched on the full row image, one row per statement.
+type applier struct {
+	log    *slog.Logger
+	filter *filter
+	ckpt   checkpointStore
+	epoch  int64
+	owner  string
+	batch  int // Config.BatchRows
+
+	conn *sql.Conn
+	sess *targetSession
+	meta metaCache
+
+	stmt     stmtBuilder
+	openRows int      // rows applied in the open target transaction
+	openTxns int      // complete source transactions in it
+	openEnd  Position // end of the last complete one
+	openTS   uint32
+	partial  bool     // a source transaction is half applied
+	curStart Position // start of the source transaction being applied
+
+	// ddlPending is the checkpoint's DDL marker when Run started: the DDL
+	// of that source transaction may already have run on the target.
+	ddlPending string
+
+	// onCommit is called after every commit with the rows and source
+	// transactions it made durable.
+	onCommit func(pos Position, ts uint32, rows, txns int)
+}
+
+// stmtBuilder accumulates one multi-row statement.
+type stmtBuilder struct {
+	op   stmtOp
+	meta *tableMeta
+	buf  []byte
+	rows int
+}
+
+type stmtOp int
+
+const (
+	opNone    stmtOp = iota
+	opReplace        // REPLACE INTO t (…) VALUES (…),(…)
+	opInsert         // INSERT INTO t (…) VALUES (…),(…) — keyless tables
+	opDelete         // DELETE FROM t WHERE key IN (…) / (k1=… AND k2=…) OR …
+)
+
+// handle applies one segment. It leaves the target transaction open; the
+// caller decides when to commit (flush).
+func (a *applier) handle(ctx context.Context, seg segment) error {
+	if seg.ddl != nil {
+		return a.applyDDL(ctx, seg)
+	}
+	a.sess.begin()
+	a.curStart = seg.start
+	for i := range seg.changes {
+		if err := a.applyChange(ctx, &seg.changes[i], seg); err != nil {
+			return err
+		}
+	}
+	a.openRows += seg.rows
+	if seg.last {
+		a.openTxns++
+		a.openEnd, a.openTS = seg.end, seg.ts
+		a.partial = false
+	} else {
+		a.partial = true
+	}
+	return nil
+}
+
+// idle reports whether no target transaction is open.
+func (a *applier) idle() bool { return !a.sess.open }
+
+// flush commits the open target transaction with the checkpoint of its
+// last complete source transaction. It must not be called while a source
+// transaction is half applied.
+func (a *applier) flush(ctx context.Context) error {
+	if !a.sess.open {
+		return nil
+	}
+	if a.partial {
+		return fmt.Errorf("replication: internal error: flush inside source transaction starting at %s", a.curStart)
+	}
+	if err := a.execPending(ctx); err != nil {
+		return err
+	}
+	if err := a.sess.commit(ctx, a.openEnd); err != nil {
+		// On a lost connection the outcome is unknown; Run re-reads the
+		// checkpoint to find out.
+		return err
+	}
+	a.onCommit(a.openEnd, a.openTS, a.openRows, a.openTxns)
+	a.openRows, a.openTxns = 0, 0
+	return nil
+}
+
+// abort rolls back the open transaction, if any, after a failure.
+func (a *applier) abort() {
+	a.sess.rollback()
+	a.stmt = stmtBuilder{}
+	a.openRows, a.openTxns, a.partial = 0, 0, false
+}
+
+func (a *applier) applyChange(ctx context.Context, c *change, seg segment) error {
+	db, table := a.filter.route(c.db, c.table)
+	m, err := a.meta.get(ctx, a.conn, db, table)
+	if err != nil {
+		if errors.Is(err, errMissingTable) {
+			return nonRetryable(fmt.Errorf("source table %s (source transaction %s at %s): %w", qualified(c.db, c.table), seg.gtid, seg.start, err))
+		}
+		return err
+	}
+	if err := checkShape(m, c); err != nil {
+		return nonRetryable(fmt.Errorf("source transaction %s at %s: %w", seg.gtid, seg.start, err))
+	}
+	switch c.kind {
+	case changeInsert:
+		for _, row := range c.rows {
+			if err := a.addRow(ctx, m, row); err != nil {
+				return err
+			}
+		}
+	case changeDelete:
+		for _, row := range c.rows {
+			if err := a.deleteRow(ctx, m, row); err != nil {
+				return err
+			}
+		}
+	case changeUpdate:
+		return a.update(ctx, m, c.rows)
+	}
+	return nil
+}
+
+// checkShape verifies that the event's rows fit the target table: the same
+// number of columns and, when the source logs column names
+// (binlog_row_metadata=FULL), the same names in the same order.
+func checkShape(m *tableMeta, c *change) error {
+	if int(c.tm.ColumnCount) != len(m.cols) {
+		return fmt.Errorf("row event for %s has %d columns but target table %s has %d: the tables differ (was the target table created or altered outside replication?)",
+			qualified(c.db, c.table), c.tm.ColumnCount, m.name, len(m.cols))
+	}
+	names := c.tm.ColumnNameString()
+	if len(names) == len(m.cols) {
+		for i, n := range names {
+			if !strings.EqualFold(n, m.cols[i].name) {
+				return fmt.Errorf("row event for %s has column %d named %q but target table %s has %q there",
+					qualified(c.db, c.table), i+1, n, m.name, m.cols[i].name)
+			}
+		}
+	}
+	return nil
+}
+
+// update applies update row pairs. For a table with a key, the after
+// images are upserted; rows whose key changed first lose their old key.
+// All old keys go before any new row is written: within one statement's
+// event the source moved every row at once, and in between a new key may
+// equal another row's old one.
+func (a *applier) update(ctx context.Context, m *tableMeta, rows [][]any) error {
+	if m.key == nil {
+		for i := 0; i+1 < len(rows); i += 2 {
+			if err := a.updateByImage(ctx, m, rows[i], rows[i+1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i := 0; i+1 < len(rows); i += 2 {
+		same, err := sameKey(m, rows[i], rows[i+1])
+		if err != nil {
+			return err
+		}
+		if !same {
+			if err := a.deleteRow(ctx, m, rows[i]); err != nil {
+				return err
+			}
+		}
+	}
+	for i := 1; i < len(rows); i += 2 {
+		if err := a.addRow(ctx, m, rows[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sameKey(m *tableMeta, before, after []any) (bool, error) {
+	var x, y []byte
+	var err error
+	for _, k := range m.key {
+		if x, err = appendLiteral(x[:0], &m.cols[k], before[k], false); err != nil {
+			return false, err
+		}
+		if y, err = appendLiteral(y[:0], &m.cols[k], after[k], false); err != nil {
+			return false, err
+		}
+		if !bytes.Equal(x, y) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// addRow adds a row to a REPLACE (keyed table) or INSERT (keyless).
+func (a *applier) addRow(ctx context.Context, m *tableMeta, row []any) error {
+	op := opReplace
+	if m.key == nil {
+		op = opInsert
+	}
+	if err := a.want(ctx, op, m); err != nil {
+		return err
+	}
+	s := &a.stmt
+	if s.rows == 0 {
+		if op == opReplace {
+			s.buf = append(s.buf, "REPLACE INTO "...)
+		} else {
+			s.buf = append(s.buf, "INSERT INTO "...)
+		}
+		s.buf = append(s.buf, m.name...)
+		s.buf = append(s.buf, " ("...)
+		for i, c := range m.written {
+			if i > 0 {
+				s.buf = append(s.buf, ',')
+			}
+			s.buf = append(s.buf, quoteIdent(m.cols[c].name)...)
+		}
+		s.buf = append(s.buf, ") VALUES ("...)
+	} else {
+		s.buf = append(s.buf, ",("...)
+	}
+	var err error
+	for i, c := range m.written {
+		if i > 0 {
+			s.buf = append(s.buf, ',')
+		}
+		if s.buf, err = appendLiteral(s.buf, &m.cols[c], row[c], false); err != nil {
+			return a.valueError(m, err)
+		}
+	}
+	s.buf = append(s.buf, ')')
+	return a.rowAdded(ctx)
+}
+
+// deleteRow adds a row's key to a DELETE (keyed table), or deletes one
+// row matching its full image (keyless).
+func (a *applier) deleteRow(ctx context.Context, m *tableMeta, row []any) error {
+	if m.key == nil {
+		if err := a.execPending(ctx); err != nil {
+			return err
+		}
+		q := append([]byte("DELETE FROM "), m.name...)
+		q, err := a.appendImageMatch(append(q, " WHERE "...), m, row)
+		if err != nil {
+			return a.valueError(m, err)
+		}
+		return a.exec(ctx, append(q, " LIMIT 1"...))
+	}
+	if err := a.want(ctx, opDelete, m); err != nil {
+		return err
+	}
+	s := &a.stmt
+	single := len(m.key) == 1
+	switch {
+	case s.rows == 0 && single:
+		s.buf = append(s.buf, "DELETE FROM "...)
+		s.buf = append(s.buf, m.name...)
+		s.buf = append(s.buf, " WHERE "...)
+		s.buf = append(s.buf, quoteIdent(m.cols[m.key[0]].name)...)
+		s.buf = append(s.buf, " IN ("...)
+	case s.rows == 0:
+		s.buf = append(s.buf, "DELETE FROM "...)
+		s.buf = append(s.buf, m.name...)
+		s.buf = append(s.buf, " WHERE ("...)
+	case single:
+		s.buf = append(s.buf, ',')
+	default:
+		s.buf = append(s.buf, " OR ("...)
+	}
+	var err error
+	for i, k := range m.key {
+		if !single {
+			if i > 0 {
+				s.buf = append(s.buf, " AND "...)
+			}
+			s.buf = append(s.buf, quoteIdent(m.cols[k].name)...)
+			s.buf = append(s.buf, '=')
+		}
+		if s.buf, err = appendLiteral(s.buf, &m.cols[k], row[k], false); err != nil {
+			return a.valueError(m, err)
+		}
+	}
+	if !single {
+		s.buf = append(s.buf, ')')
+	}
+	return a.rowAdded(ctx)
+}
+
+// updateByImage updates one row of a keyless table found by its full
+// before image.
+func (a *applier) updateByImage(ctx context.Context, m *tableMeta, before, after []any) error {
+	if err := a.execPending(ctx); err != nil {
+		return err
+	}
+	q := append([]byte("UPDATE "), m.name...)
+	q = append(q, " SET "...)
+	var err error
+	for i, c := range m.written {
+		if i > 0 {
+			q = append(q, ',')
+		}
+		q = append(q, quoteIdent(m.cols[c].name)...)
+		q = append(q, '=')
+		if q, err = appendLiteral(q, &m.cols[c], after[c], false); err != nil {
+			return a.valueError(m, err)
+		}
+	}
+	if q, err = a.appendImageMatch(append(q, " WHERE "...), m, before); err != nil {
+		return a.valueError(m, err)
+	}
+	return a.exec(ctx, append(q, " LIMIT 1"...))
+}
+
+// appendImageMatch writes col <=> value for every stored column: NULL-safe,
+// so that NULLs in the image match NULLs in the row.
+func (a *applier) appendImageMatch(q []byte, m *tableMeta, row []any) ([]byte, error) {
+	var err error
+	for i, c := range m.written {
+		if i > 0 {
+			q = append(q, " AND "...)
+		}
+		q = append(q, quoteIdent(m.cols[c].name)...)
+		q = append(q, " <=> "...)
+		if q, err = appendLiteral(q, &m.cols[c], row[c], true); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
+}
+
+// want makes the pending statement one of kind op on table m, executing
+// a pending statement of another kind or table first.
+func (a *applier) want(ctx context.Context, op stmtOp, m *tableMeta) error {
+	if a.stmt.rows > 0 && (a.stmt.op != op || a.stmt.meta != m) {
+		if err := a.execPending(ctx); err != nil {
+			return err
+		}
+	}
+	a.stmt.op, a.stmt.meta = op, m
+	return nil
+}
+
+func (a *applier) rowAdded(ctx context.Context) error {
+	a.stmt.rows++
+	if len(a.stmt.buf) >= maxStatementBytes {
+		return a.execPending(ctx)
+	}
+	return nil
+}
+
+// execPending executes the statement being accumulated, if any.
+func (a *applier) execPending(ctx context.Context) error {
+	s := &a.stmt
+	if s.rows == 0 {
+		return nil
+	}
+	if s.op == opDelete && len(s.meta.key) == 1 {
+		s.buf = append(s.buf, ')')
+	}
+	err := a.exec(ctx, s.buf)
+	s.buf, s.rows, s.op, s.meta = s.buf[:0], 0, opNone, nil
+	return err
+}
+
+// exec queues one statement in the open transaction.
+func (a *applier) exec(ctx context.Context, q []byte) error { return a.sess.queue(ctx, q) }
+
+func (a *applier) valueError(m *tableMeta, err error) error {
+	return nonRetryable(fmt.Errorf("table %s, source transaction at %s: %w", m.name, a.curStart, err))
+}
+
+// Error codes a replayed DDL statement can meet when it had already run
+// before a crash: the table, column, key or database is already there, or
+// already gone.
+var replayedDDLCodes = map[uint16]bool{
+	1007: true, // database exists
+	1008: true, // database does not exist
+	1050: true, // table exists
+	1051: true, // unknown table
+	1060: true, // duplicate column
+	1061: true, // duplicate key name
+	1091: true, // can't drop: check that it exists
+	1146: true, // table doesn't exist
+	1826: true, // duplicate foreign key constraint name
+}
+
+// applyDDL runs a DDL statement. DDL commits implicitly and cannot share
+// a transaction with the checkpoint, so it goes in three steps, each
+// fenced: mark the checkpoint row "DDL of the source transaction starting
+// at X pending"; run the DDL; write the position past it and clear the
+// mark. A crash between the steps leaves the mark; the resumed Run reads
+// the same transaction again and, seeing the mark, treats "already
+// exists / already gone" errors of that DDL as done. A DDL inside a source
+// transaction (CREATE TABLE … SELECT) keeps the mark until the
+// transaction's rows commit.
+func (a *applier) applyDDL(ctx context.Context, seg segment) error {
+	a.curStart = seg.start
+	st := parseDDL(seg.ddl.query)
+	plan, err := st.plan(seg.ddl.schema, a.filter)
+	if err != nil {
+		return nonRetryable(fmt.Errorf("DDL of source transaction %s at %s: %w", seg.gtid, seg.start, err))
+	}
+	if !plan.apply {
+		// Views, triggers and routines are schema the target will lack:
+		// say so. Filtered tables and administrative statements are
+		// expected.
+		level := slog.LevelDebug
+		if w := strings.ToUpper(firstWord(seg.ddl.query)); st.kind == ddlOther && (w == "CREATE" || w == "ALTER" || w == "DROP" || w == "RENAME") {
+			level = slog.LevelWarn
+		}
+		a.log.Log(ctx, level, "DDL not replicated", "position", seg.start.String(), "why", plan.why, "statement", clip(seg.ddl.query))
+		// Nothing to run: the transaction is empty for the target.
+		return a.handle(ctx, segment{start: seg.start, end: seg.end, last: seg.last, ts: seg.ts, gtid: seg.gtid})
+	}
+	if a.partial {
+		return nonRetryable(fmt.Errorf("DDL inside the source transaction starting at %s after row changes cannot be applied atomically: %s", seg.start, clip(seg.ddl.query)))
+	}
+	if err := a.flush(ctx); err != nil {
+		return err
+	}
+	key := ddlKey(seg.start)
+	replay := a.ddlPending == key
+	if err := a.ckpt.markDDL(ctx, a.conn, a.epoch, a.owner, key); err != nil {
+		return err
+	}
+	a.log.Info("applying DDL", "position", seg.start.String(), "statement", clip(plan.sql))
+	if seg.ddl.schema != "" {
+		// Table names are all qualified now, but expressions (a generated
+		// column calling a stored function) may still rely on the default
+		// database. It may not exist on the target: fine, then nothing
+		// relies on it.
+		if _, err := a.conn.ExecContext(ctx, "USE "+quoteIdent(a.filter.routeDB(seg.ddl.schema))); err != nil && retryable(err) {
+			return err
+		}
+	}
+	if _, err := a.conn.ExecContext(ctx, plan.sql); err != nil {
+		code, _, isServer := serverErrorCode(err)
+		switch {
+		case replay && isServer && replayedDDLCodes[code]:
+			a.log.Info("DDL had already run before the last stop", "position", seg.start.String(), "error", err)
+		case retryable(err):
+			return newApplyError(plan.sql, seg.start, err)
+		default:
+			return nonRetryable(newApplyError(plan.sql, seg.start, err))
+		}
+	}
+	a.meta.reset()
+	if !seg.last {
+		a.partial = true
+		a.curStart = seg.start
+		a.sess.begin()
+		return nil
+	}
+	if err := a.ckpt.commit(ctx, a.conn, seg.end, a.epoch, a.owner, ""); err != nil {
+		return err
+	}
+	a.ddlPending = ""
+	a.onCommit(seg.end, seg.ts, 0, 1)
+	return nil
+}

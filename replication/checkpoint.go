@@ -1,0 +1,181 @@
+package replication
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Checkpoint is what the target's checkpoint row says: the source
+// position of the last transaction applied (committed in the same target
+// transaction as its rows), and who committed it.
+type Checkpoint struct {
+	Position Position
+	Epoch    int64
+	Owner    string
+	Time     time.Time // when it was committed, UTC
+}
+
+// checkpointRow is the stored row, with the DDL marker Run keeps private.
+type checkpointRow struct {
+	Checkpoint
+	// ddlPending marks a DDL statement that may or may not have been
+	// executed: DDL commits on its own, so it cannot share a transaction
+	// with the checkpoint. It holds ddlKey of the source transaction's
+	// start; see applier.applyDDL.
+	ddlPending string
+}
+
+// checkpointStore runs the checkpoint statements for one task.
+type checkpointStore struct {
+	task  string
+	table string // `schema`.`shepherd_checkpoint`
+}
+
+func newCheckpointStore(schema, task string) checkpointStore {
+	return checkpointStore{task: task, table: qualified(schema, CheckpointTable)}
+}
+
+// execer is a connection or a transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// create makes the schema, the table and the task's row (epoch 0, no
+// position) if they are missing.
+func (s checkpointStore) create(ctx context.Context, db execer, schema string) error {
+	stmts := []string{
+		"CREATE DATABASE IF NOT EXISTS " + quoteIdent(schema),
+		"CREATE TABLE IF NOT EXISTS " + s.table + ` (
+			task        VARCHAR(191) NOT NULL PRIMARY KEY,
+			binlog_file VARCHAR(255) NOT NULL DEFAULT '',
+			binlog_pos  BIGINT UNSIGNED NOT NULL DEFAULT 0,
+			gtid        TEXT NOT NULL,
+			epoch       BIGINT NOT NULL DEFAULT 0,
+			owner       VARCHAR(255) NOT NULL DEFAULT '',
+			ddl_pending VARCHAR(1024) NOT NULL DEFAULT '',
+			updated_at  DATETIME(6) NULL
+		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+	}
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create checkpoint table %s: %w", s.table, err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, "INSERT IGNORE INTO "+s.table+" (task, gtid) VALUES (?, '')", s.task); err != nil {
+		return fmt.Errorf("create checkpoint row of task %q in %s: %w", s.task, s.table, err)
+	}
+	return nil
+}
+
+// read returns the task's row; ok is false when there is none.
+func (s checkpointStore) read(ctx context.Context, db execer) (checkpointRow, bool, error) {
+	var row checkpointRow
+	var at sql.NullTime
+	var pos uint64
+	err := db.QueryRowContext(ctx, "SELECT binlog_file, binlog_pos, gtid, epoch, owner, ddl_pending, updated_at FROM "+s.table+" WHERE task = ?", s.task).
+		Scan(&row.Position.File, &pos, &row.Position.GTID, &row.Epoch, &row.Owner, &row.ddlPending, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row, false, nil
+	}
+	if err != nil {
+		return row, false, fmt.Errorf("read checkpoint of task %q from %s: %w", s.task, s.table, err)
+	}
+	row.Position.Pos = uint32(pos)
+	if at.Valid {
+		row.Time = at.Time.UTC()
+	}
+	return row, true, nil
+}
+
+// claim raises the row's epoch to epoch, creating the row if needed, and
+// fails with ErrFenced if a larger epoch is stored. Claiming first means
+// that once a new owner has started, an older one's next commit fails.
+func (s checkpointStore) claim(ctx context.Context, db execer, epoch int64, owner string) error {
+	if _, err := db.ExecContext(ctx, "INSERT IGNORE INTO "+s.table+" (task, gtid) VALUES (?, '')", s.task); err != nil {
+		return fmt.Errorf("claim task %q in %s: %w", s.task, s.table, err)
+	}
+	res, err := db.ExecContext(ctx, "UPDATE "+s.table+" SET epoch = ?, owner = ? WHERE task = ? AND epoch <= ?", epoch, owner, s.task, epoch)
+	if err != nil {
+		return fmt.Errorf("claim task %q in %s: %w", s.task, s.table, err)
+	}
+	return s.checkFence(ctx, db, res, epoch)
+}
+
+// commit writes the position inside the caller's transaction, on
+// condition that no larger epoch has claimed the task. It clears
+// ddlPending unless pending is given.
+func (s checkpointStore) commit(ctx context.Context, tx execer, pos Position, epoch int64, owner, pending string) error {
+	res, err := tx.ExecContext(ctx, "UPDATE "+s.table+
+		" SET binlog_file = ?, binlog_pos = ?, gtid = ?, epoch = ?, owner = ?, ddl_pending = ?, updated_at = UTC_TIMESTAMP(6) WHERE task = ? AND epoch <= ?",
+		pos.File, uint64(pos.Pos), pos.GTID, epoch, owner, pending, s.task, epoch)
+	if err != nil {
+		return fmt.Errorf("write checkpoint %s of task %q: %w", pos, s.task, err)
+	}
+	return s.checkFence(ctx, tx, res, epoch)
+}
+
+// commitStatement is the checkpoint UPDATE of a multi-statement commit
+// (see targetSession): a larger stored epoch makes it fail with "Column
+// 'epoch' cannot be null", so the COMMIT after it never runs.
+func (s checkpointStore) commitStatement(pos Position, epoch int64, owner string) []byte {
+	b := append([]byte("UPDATE "), s.table...)
+	b = append(b, " SET binlog_file = "...)
+	b = appendQuoted(b, pos.File)
+	b = append(b, ", binlog_pos = "...)
+	b = strconv.AppendUint(b, uint64(pos.Pos), 10)
+	b = append(b, ", gtid = "...)
+	b = appendQuoted(b, pos.GTID)
+	b = append(b, ", epoch = IF(epoch <= "...)
+	b = strconv.AppendInt(b, epoch, 10)
+	b = append(b, ", "...)
+	b = strconv.AppendInt(b, epoch, 10)
+	b = append(b, ", NULL), owner = "...)
+	b = appendQuoted(b, owner)
+	b = append(b, ", ddl_pending = '', updated_at = UTC_TIMESTAMP(6) WHERE task = "...)
+	return appendQuoted(b, s.task)
+}
+
+// markDDL records pending as the DDL about to run, fenced like commit.
+func (s checkpointStore) markDDL(ctx context.Context, db execer, epoch int64, owner, pending string) error {
+	res, err := db.ExecContext(ctx, "UPDATE "+s.table+" SET epoch = ?, owner = ?, ddl_pending = ?, updated_at = UTC_TIMESTAMP(6) WHERE task = ? AND epoch <= ?",
+		epoch, owner, pending, s.task, epoch)
+	if err != nil {
+		return fmt.Errorf("mark DDL of task %q: %w", s.task, err)
+	}
+	return s.checkFence(ctx, db, res, epoch)
+}
+
+// checkFence turns "no row matched" into ErrFenced, naming the epoch and
+// owner that won. The connection reports matched rather than changed
+// rows (CLIENT_FOUND_ROWS), so a rewrite of identical values still counts.
+func (s checkpointStore) checkFence(ctx context.Context, db execer, res sql.Result, epoch int64) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("checkpoint of task %q: %w", s.task, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	row, ok, err := s.read(ctx, db)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: task %q: epoch %d refused (and reading the row failed: %v)", ErrFenced, s.task, epoch, err)
+	case !ok:
+		return fmt.Errorf("%w: task %q: its checkpoint row in %s is gone", ErrFenced, s.task, s.table)
+	}
+	return fmt.Errorf("%w: task %q: epoch %d is older than the stored epoch %d of owner %q", ErrFenced, s.task, epoch, row.Epoch, row.Owner)
+}
+
+// ddlKey names the source transaction holding a DDL statement by where it
+// starts, which is also where a resumed Run begins reading it again.
+func ddlKey(start Position) string {
+	if start.File != "" {
+		return start.File + ":" + strconv.FormatUint(uint64(start.Pos), 10)
+	}
+	return "gtid:" + start.GTID
+}

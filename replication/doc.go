@@ -1,0 +1,107 @@
+// Package replication copies row changes from a MySQL or MariaDB source
+// to a MySQL or MariaDB target, exactly once, and knows nothing of
+// ZooKeeper: package core decides who runs a task and from where, and
+// calls Open and Run here.
+//
+// # Data path
+//
+// A reader (go-mysql's BinlogSyncer, registered on the source as a replica
+// with its own server id) turns the binary log into source transactions:
+// the row images of replicated tables, or one DDL statement. An applier
+// writes each transaction into the target through one connection, in
+// order:
+//
+//   - rows of a table with a primary key (or a unique key of NOT NULL
+//     columns) become REPLACE for inserts and updates and DELETE … IN for
+//     deletes, merged into multi-row statements;
+//   - rows of a table without one are INSERTed, and updated or deleted one
+//     at a time by their full before image (col <=> value …, LIMIT 1);
+//   - DDL (CREATE, ALTER, DROP, RENAME, TRUNCATE of tables and indexes,
+//     CREATE/ALTER/DROP DATABASE) runs with its names routed; views,
+//     triggers, routines, users and grants are not replicated;
+//   - the task's checkpoint row (source position, GTID state, epoch,
+//     owner, time) is updated by the last statement of every target
+//     transaction, and the whole transaction — BEGIN, rows, checkpoint,
+//     COMMIT — usually travels in one multi-statement packet.
+//
+// Small source transactions share a target transaction (up to
+// Config.BatchRows rows) while the reader has more ready; a source
+// transaction is never split between target transactions, and one larger
+// than Config.MaxTxnRows is streamed into a single target transaction.
+//
+// # Exactly once
+//
+// The checkpoint commits in the same target transaction as the rows it
+// covers, so after any crash — of the replicator, the target or the
+// source — the target's checkpoint is exactly what the target holds. Run
+// resumes from it (or from the caller's position if that is later), so no
+// transaction is lost and none is applied twice. A table without a key,
+// where a repeated INSERT would duplicate a row, proves it in the tests.
+//
+// Row images make the copy robust beyond that: they are the rows as the
+// source left them, not the statements that produced them. An UPDATE t SET
+// counter = counter + 1 is logged as the row before (counter = 41) and the
+// row after (counter = 42); the applier writes counter = 42, so even
+// applying the event twice leaves 42. For keyed tables every write is an
+// upsert or a delete by key, so a replay from an earlier position
+// converges to the same rows.
+//
+// # Fencing
+//
+// Run first claims the checkpoint row by raising its epoch to its own
+// (failing with ErrFenced if the stored one is larger), and every commit
+// re-checks it inside the transaction, holding the row lock until COMMIT:
+// once a Run with a larger epoch has claimed the task, a Run with a smaller
+// one cannot commit another row. The check is an UPDATE that sets epoch to
+// NULL (an error in the strict sessions the applier uses) when the stored
+// epoch is larger, so the COMMIT queued after it in the same packet never
+// runs.
+//
+// DDL commits by itself, so it cannot share a transaction with the
+// checkpoint. It goes in three fenced steps: mark the row "DDL of the
+// transaction starting at X pending", run the DDL, record the position past
+// it. A crash in between leaves the mark, and the resumed Run treats
+// "already exists" and "already gone" errors of that one statement as done.
+//
+// # Types
+//
+// Values are written as SQL literals that store what the source stored:
+// unsigned integers reinterpreted at their column's width, DECIMAL as exact
+// text, FLOAT and DOUBLE as shortest round-trip decimals, temporal values
+// as text with every session in UTC (TIMESTAMP included), strings with
+// their column's character set as introducer so that bytes are never
+// converted, BLOBs and binary strings as _binary, ENUM and SET through
+// their labels, BIT as integers, JSON as text (MariaDB's JSON is LONGTEXT).
+// Generated columns are computed by the target and never written.
+//
+// Column names, types and keys come from the target's information_schema,
+// not the source's: DDL is applied in binlog order, so the target table is
+// as the source table was when the event was written, while the source's
+// information_schema describes it as it is now, after any later ALTER.
+// With binlog_row_metadata=FULL on the source, the column names in each
+// event are also checked against the target's.
+//
+// # Failures
+//
+// Lost connections, server restarts, a silent source (nothing, not even
+// a heartbeat, for three heartbeat periods plus two seconds), deadlocks
+// and lock timeouts are retried with backoff,
+// each attempt resuming from the target's checkpoint; Progress reports
+// StateRetrying with the error meanwhile. What a retry cannot fix stops
+// Run with an error wrapping ErrNonRetryable: ErrSourceConfig (binlog off,
+// not ROW, not FULL images, a statement-based event), denied access, a
+// purged position, a missing target table, a statement the target refuses
+// (an *ApplyError with the statement and the server's error; a failing
+// multi-statement packet is replayed statement by statement to name it).
+//
+// # Concurrency
+//
+// A Replicator's methods may be called from several goroutines, but only
+// one Run may be active at a time. Run owns two goroutines — the reader and
+// go-mysql's socket reader — and stops and waits for both before it
+// returns. There is no lock ordering: the reader and the applier share
+// only a channel and two atomics.
+//
+// This package must not import the coordination client; fencing against
+// other owners is done in the target database, where the data is.
+package replication

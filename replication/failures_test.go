@@ -1,0 +1,600 @@
+package replication
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/shepherd-dev/shepherd/internal/testpeer"
+)
+
+// runErr waits for a Run started by startRun to return by itself.
+func runErr(t *testing.T, rn *run, within time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-rn.done:
+		rn.done <- err
+		return err
+	case <-time.After(within):
+		t.Fatalf("Run still running after %v (progress %+v)", within, rn.progress())
+		return nil
+	}
+}
+
+// backgroundLoad runs crashLoad and reports its result on the channel.
+func backgroundLoad(t *testing.T, source *testpeer.MariaDB, db string, txns int) chan error {
+	done := make(chan error, 1)
+	pool := source.DB(t)
+	go func() { done <- crashLoad(pool, db, txns) }()
+	return done
+}
+
+func createCrashTables(t *testing.T, source *testpeer.MariaDB, db string) {
+	source.Exec(t, "CREATE DATABASE "+db,
+		"CREATE TABLE "+db+".kv (id INT PRIMARY KEY, v VARCHAR(40), n INT)",
+		"CREATE TABLE "+db+".log (txn INT, note VARCHAR(40))",
+		"CREATE TABLE "+db+".counter (id INT PRIMARY KEY, n INT NOT NULL)",
+		"INSERT INTO "+db+".counter VALUES (1, 0)")
+}
+
+func TestFencing(t *testing.T) {
+	source, target := servers(t)
+	const db = "rt_fence"
+	dropDBs(t, []*testpeer.MariaDB{source, target}, db)
+	cfg := newConfig(t, source, target, db)
+	r1 := openReplicator(t, cfg)
+	from := currentPosition(t, r1)
+	createCrashTables(t, source, db)
+	load := backgroundLoad(t, source, db, 3000)
+
+	old := startRun(t, r1, from, 1, "old")
+	waitApplied(t, r1, 3)
+
+	cfg2 := cfg
+	cfg2.ServerID = cfg.ServerID + 1 // a second reader, so the old one keeps streaming and meets the fence on commit
+	r2 := openReplicator(t, cfg2)
+	newer := startRun(t, r2, from, 2, "new")
+
+	err := runErr(t, old, 30*time.Second)
+	if !errors.Is(err, ErrFenced) || !strings.Contains(err.Error(), "epoch 1 is older than the stored epoch 2") {
+		t.Fatalf("old Run returned %v, want ErrFenced naming epochs 1 and 2", err)
+	}
+	if errors.Is(err, ErrNonRetryable) || retryable(err) {
+		t.Errorf("ErrFenced classified as retryable or generic non-retryable: %v", err)
+	}
+
+	if err := <-load; err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	waitCaughtUp(t, r2, source, newer)
+	assertSameData(t, source, target, db, db)
+	cp, _, _ := r2.TargetCheckpoint(t.Context())
+	if cp.Epoch != 2 || cp.Owner != "new" {
+		t.Errorf("checkpoint epoch %d owner %q, want 2 and new", cp.Epoch, cp.Owner)
+	}
+
+	// A stale owner starting again is refused before it applies anything.
+	again := startRun(t, r1, from, 1, "old")
+	if err := runErr(t, again, 10*time.Second); !errors.Is(err, ErrFenced) {
+		t.Errorf("Run at epoch 1 after epoch 2: %v, want ErrFenced", err)
+	}
+	if err := newer.stop(); err != nil {
+		t.Errorf("epoch 2 Run: %v", err)
+	}
+}
+
+func TestSourceNotRowBased(t *testing.T) {
+	_, target := servers(t)
+	source := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{BinlogFormat: "STATEMENT"})
+	cfg := newConfig(t, source, target, "rt_stmt")
+	dropDBs(t, []*testpeer.MariaDB{source, target}, "rt_stmt")
+
+	open := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r, err := Open(ctx, cfg)
+		if err == nil {
+			r.Close()
+		}
+		return err
+	}
+	for _, step := range []struct {
+		set  string
+		want []string
+	}{
+		{"", []string{"binlog_format=STATEMENT", "need ROW", "SET GLOBAL binlog_format='ROW'"}},
+		{"SET GLOBAL binlog_format = 'ROW', GLOBAL binlog_row_image = 'MINIMAL'", []string{"binlog_row_image=MINIMAL", "need FULL"}},
+	} {
+		if step.set != "" {
+			source.Exec(t, step.set)
+		}
+		err := open()
+		if !errors.Is(err, ErrSourceConfig) || !errors.Is(err, ErrNonRetryable) {
+			t.Fatalf("Open: %v, want ErrSourceConfig", err)
+		}
+		for _, w := range step.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("Open error %q does not say %q", err, w)
+			}
+		}
+	}
+
+	// Set up right, but one session still writes statements.
+	source.Exec(t, "SET GLOBAL binlog_row_image = 'FULL'")
+	r := openReplicator(t, cfg)
+	from := currentPosition(t, r)
+	source.Exec(t, "CREATE DATABASE rt_stmt", "CREATE TABLE rt_stmt.t (id INT PRIMARY KEY)")
+	rn := startRun(t, r, from, 1, "test")
+	conn, err := source.DB(t).Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{"SET SESSION binlog_format = 'STATEMENT'", "INSERT INTO rt_stmt.t VALUES (1)", "SET SESSION binlog_format = 'ROW'"} {
+		if _, err := conn.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	err = runErr(t, rn, 30*time.Second)
+	if !errors.Is(err, ErrSourceConfig) || !strings.Contains(err.Error(), "statement-based event") || !strings.Contains(err.Error(), "INSERT INTO rt_stmt.t") {
+		t.Errorf("Run: %v, want ErrSourceConfig naming the statement-based INSERT", err)
+	}
+}
+
+func TestAccessDenied(t *testing.T) {
+	source, target := servers(t)
+	for _, s := range []*testpeer.MariaDB{source, target} {
+		s.Exec(t, "CREATE USER IF NOT EXISTS 'rt_user'@'127.0.0.1' IDENTIFIED BY 'right'",
+			"GRANT SELECT ON *.* TO 'rt_user'@'127.0.0.1'")
+	}
+	t.Cleanup(func() {
+		for _, s := range []*testpeer.MariaDB{source, target} {
+			s.DB(t).Exec("DROP USER IF EXISTS 'rt_user'@'127.0.0.1'")
+		}
+	})
+	base := newConfig(t, source, target, "rt_denied")
+	for _, tt := range []struct {
+		name string
+		edit func(*Config)
+		want []string
+	}{
+		{"source password", func(c *Config) { c.Source.User, c.Source.Password = "rt_user", "wrong" },
+			[]string{"Access denied", "source", "Source.User and Source.Password"}},
+		{"target password", func(c *Config) { c.Target.User, c.Target.Password = "rt_user", "wrong" },
+			[]string{"Access denied", "target", "Target.User and Target.Password"}},
+		{"target without write grants", func(c *Config) { c.Target.User, c.Target.Password = "rt_user", "right" },
+			[]string{"denied", "shepherd"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := base
+			tt.edit(&cfg)
+			r, err := Open(t.Context(), cfg)
+			if err == nil {
+				r.Close()
+				t.Fatalf("Open succeeded")
+			}
+			if !errors.Is(err, ErrNonRetryable) {
+				t.Errorf("Open: %v, want ErrNonRetryable", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Open error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+
+	t.Run("source without REPLICATION SLAVE", func(t *testing.T) {
+		cfg := base
+		cfg.Source.User, cfg.Source.Password = "rt_user", "right"
+		r := openReplicator(t, cfg) // reading variables needs no privilege
+		from := currentPosition(t, openReplicator(t, base))
+		err := runErr(t, startRun(t, r, from, 1, "test"), 30*time.Second)
+		if !errors.Is(err, ErrNonRetryable) || !strings.Contains(err.Error(), "REPLICATION") {
+			t.Errorf("Run: %v, want a non-retryable error naming the REPLICATION privilege", err)
+		}
+	})
+}
+
+func TestTargetCrashRetriesAndCatchesUp(t *testing.T) {
+	source, _ := servers(t)
+	target := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	const db = "rt_tdown"
+	dropDBs(t, []*testpeer.MariaDB{source, target}, db)
+	cfg := newConfig(t, source, target, db)
+	r := openReplicator(t, cfg)
+	from := currentPosition(t, r)
+	createCrashTables(t, source, db)
+	load := backgroundLoad(t, source, db, 1500)
+	rn := startRun(t, r, from, 1, "test")
+	waitApplied(t, r, 3)
+
+	target.Kill()
+	waitFor(t, 20*time.Second, "Run reporting the lost target", func() error {
+		if p := rn.progress(); p.State != StateRetrying || p.Err == nil {
+			return fmt.Errorf("progress %+v", p)
+		}
+		return nil
+	})
+	target.Start(t)
+	if err := <-load; err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	waitCaughtUp(t, r, source, rn)
+	if p := rn.progress(); p.State != StateRunning || p.Retries != 0 {
+		t.Errorf("after recovery progress = %+v, want running with no retries pending", p)
+	}
+	assertSameData(t, source, target, db, db)
+	var n int
+	target.DB(t).QueryRow("SELECT n FROM " + db + ".counter").Scan(&n)
+	if n != 1500 {
+		t.Errorf("target counter = %d, want 1500", n)
+	}
+}
+
+func TestSourceRestartReconnects(t *testing.T) {
+	_, target := servers(t)
+	source := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{GTIDStrictMode: true,
+		ExtraArgs: []string{"--binlog-row-metadata=FULL"}})
+	const db = "rt_sdown"
+	dropDBs(t, []*testpeer.MariaDB{source, target}, db)
+	cfg := newConfig(t, source, target, db)
+	r := openReplicator(t, cfg)
+	from := currentPosition(t, r)
+	createCrashTables(t, source, db)
+	rn := startRun(t, r, from, 1, "test")
+
+	for _, restart := range []func(){
+		func() { source.Restart(t) },
+		func() { source.Kill(); source.Start(t) },
+	} {
+		if err := crashLoad(source.DB(t), db, 300); err != nil {
+			t.Fatal(err)
+		}
+		waitCaughtUp(t, r, source, rn)
+		restart()
+		// Rows written after the restart land in a new binlog file.
+		if err := crashLoad(source.DB(t), db, 300); err != nil {
+			t.Fatal(err)
+		}
+		waitCaughtUp(t, r, source, rn)
+		assertSameData(t, source, target, db, db)
+	}
+	if !rn.sawState(StateRetrying) {
+		t.Errorf("Run never reported retrying across two source restarts")
+	}
+	if p := rn.progress(); !strings.HasSuffix(p.Position.File, ".000003") {
+		t.Errorf("checkpoint at %s, want the third binlog file after two restarts", p.Position)
+	}
+}
+
+// TestSilentSourceIsDetected freezes the source (no FIN, no RST, no
+// heartbeats): the reader must notice within a few heartbeat periods,
+// report retrying, and resume once the source answers again.
+func TestSilentSourceIsDetected(t *testing.T) {
+	_, target := servers(t)
+	source := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	const db = "rt_silent"
+	dropDBs(t, []*testpeer.MariaDB{source, target}, db)
+	cfg := newConfig(t, source, target, db)
+	r := openReplicator(t, cfg)
+	from := currentPosition(t, r)
+	createCrashTables(t, source, db)
+	rn := startRun(t, r, from, 1, "test")
+	if err := crashLoad(source.DB(t), db, 100); err != nil {
+		t.Fatal(err)
+	}
+	waitCaughtUp(t, r, source, rn)
+
+	if err := source.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	waitFor(t, 20*time.Second, "Run noticing the silent source", func() error {
+		if p := rn.progress(); p.State != StateRetrying {
+			return fmt.Errorf("progress %+v", p)
+		}
+		return nil
+	})
+	if d := time.Since(paused); d > 3*cfg.HeartbeatPeriod+5*time.Second {
+		t.Errorf("silence noticed after %v, want within a few heartbeat periods", d)
+	}
+	if err := source.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := crashLoad(source.DB(t), db, 100); err != nil {
+		t.Fatal(err)
+	}
+	waitCaughtUp(t, r, source, rn)
+	assertSameData(t, source, target, db, db)
+}
+
+func TestApplyErrorsAreNonRetryable(t *testing.T) {
+	source, target := servers(t)
+	const db = "rt_apperr"
+	for _, tt := range []struct {
+		name     string
+		setup    func(t *testing.T)
+		trigger  string
+		want     []string
+		applyErr bool
+	}{
+		{
+			name: "duplicate key the upsert cannot fix",
+			setup: func(t *testing.T) {
+				// A keyless table on the source gets a unique key on the
+				// target only: rows are inserted, not upserted, and clash.
+				source.Exec(t, "CREATE TABLE "+db+".nk (a INT)")
+				waitTable(t, target, db, "nk")
+				target.Exec(t, "ALTER TABLE "+db+".nk ADD UNIQUE KEY ua (a)")
+			},
+			trigger:  "INSERT INTO " + db + ".nk VALUES (1), (1)",
+			want:     []string{"INSERT INTO `rt_apperr`.`nk`", "Error 1062", "Duplicate entry"},
+			applyErr: true,
+		},
+		{
+			name: "missing table",
+			setup: func(t *testing.T) {
+				conn, err := source.DB(t).Conn(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				// The connection goes back to the pool: turn logging back on.
+				for _, q := range []string{"SET SESSION sql_log_bin = 0", "CREATE TABLE " + db + ".hidden (id INT PRIMARY KEY)", "SET SESSION sql_log_bin = 1"} {
+					if _, err := conn.ExecContext(t.Context(), q); err != nil {
+						t.Fatal(err)
+					}
+				}
+			},
+			trigger: "INSERT INTO " + db + ".hidden VALUES (1)",
+			want:    []string{"`rt_apperr`.`hidden`", "does not exist on the target"},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dropDBs(t, []*testpeer.MariaDB{source, target}, db)
+			cfg := newConfig(t, source, target, db)
+			r := openReplicator(t, cfg)
+			from := currentPosition(t, r)
+			source.Exec(t, "CREATE DATABASE "+db)
+			rn := startRun(t, r, from, 1, "test")
+			tt.setup(t)
+			before := currentPosition(t, r)
+			waitCaughtUp(t, r, source, rn)
+			source.Exec(t, tt.trigger)
+			err := runErr(t, rn, 30*time.Second)
+			if !errors.Is(err, ErrNonRetryable) {
+				t.Fatalf("Run: %v, want ErrNonRetryable", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Run error %q does not say %q", err, w)
+				}
+			}
+			var ae *ApplyError
+			if tt.applyErr {
+				var me *mysql.MySQLError
+				if !errors.As(err, &ae) || !errors.As(err, &me) || me.Number != 1062 || ae.Source != before {
+					t.Errorf("Run error %v: want an ApplyError with MySQL error 1062 at %s", err, before)
+				}
+			}
+			cp, _, _ := r.TargetCheckpoint(t.Context())
+			if cp.Position != before {
+				t.Errorf("checkpoint moved to %s past the failed transaction (want %s)", cp.Position, before)
+			}
+		})
+	}
+}
+
+// waitTable waits until the target has a table (its CREATE replicated).
+func waitTable(t *testing.T, target *testpeer.MariaDB, db, table string) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "table "+db+"."+table+" on the target", func() error {
+		var n int
+		target.DB(t).QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, table).Scan(&n)
+		if n != 1 {
+			return errors.New("not there")
+		}
+		return nil
+	})
+}
+
+// TestReplayedDDL simulates a crash between running a DDL statement and
+// recording its position: the checkpoint is put back before the CREATE
+// TABLE that already ran. With the pending-DDL mark the replay treats
+// "table exists" as done; without it the same error stops Run, because
+// the table might be someone else's.
+func TestReplayedDDL(t *testing.T) {
+	source, target := servers(t)
+	const db = "rt_ddlreplay"
+	dropDBs(t, []*testpeer.MariaDB{source, target}, db)
+	cfg := newConfig(t, source, target, db)
+	r := openReplicator(t, cfg)
+	source.Exec(t, "CREATE DATABASE "+db)
+	beforeCreate := currentPosition(t, r)
+	source.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v INT)", "INSERT INTO "+db+".t VALUES (1, 1)")
+	rn := startRun(t, r, beforeCreate, 1, "test")
+	target.Exec(t, "CREATE DATABASE IF NOT EXISTS "+db)
+	waitCaughtUp(t, r, source, rn)
+	if err := rn.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	rewind := func(pending string) {
+		_, err := target.DB(t).Exec("UPDATE shepherd.shepherd_checkpoint SET binlog_file = ?, binlog_pos = ?, gtid = ?, ddl_pending = ? WHERE task = ?",
+			beforeCreate.File, beforeCreate.Pos, beforeCreate.GTID, pending, cfg.Task)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	rewind("")
+	err := runErr(t, startRun(t, r, Position{}, 1, "test"), 30*time.Second)
+	var me *mysql.MySQLError
+	if !errors.Is(err, ErrNonRetryable) || !errors.As(err, &me) || me.Number != 1050 {
+		t.Fatalf("replay without the mark: %v, want non-retryable error 1050 (table exists)", err)
+	}
+
+	rewind(ddlKey(beforeCreate))
+	rn = startRun(t, r, Position{}, 1, "test")
+	source.Exec(t, "INSERT INTO "+db+".t VALUES (2, 2)")
+	waitCaughtUp(t, r, source, rn)
+	assertSameData(t, source, target, db, db)
+	var pending string
+	target.DB(t).QueryRow("SELECT ddl_pending FROM shepherd.shepherd_checkpoint WHERE task = ?", cfg.Task).Scan(&pending)
+	if pending != "" {
+		t.Errorf("ddl_pending = %q after the replay, want it cleared", pending)
+	}
+}
+
+func TestLargeTransactionIsAtomic(t *testing.T) {
+	source, target := servers(t)
+	const db, rows = "rt_bigtxn", 30000
+	dropDBs(t, []*testpeer.MariaDB{source, target}, db)
+	cfg := newConfig(t, source, target, db)
+	cfg.MaxTxnRows = 500 // stream the transaction in 60 pieces
+	r := openReplicator(t, cfg)
+	from := currentPosition(t, r)
+	source.Exec(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, pad CHAR(100))")
+	rn := startRun(t, r, from, 1, "test")
+	waitTable(t, target, db, "t")
+
+	seen := map[int]bool{}
+	stop := make(chan struct{})
+	observed := make(chan struct{})
+	go func() {
+		defer close(observed)
+		for {
+			var n int
+			if err := target.DB(t).QueryRow("SELECT COUNT(*) FROM " + db + ".t").Scan(&n); err == nil {
+				seen[n] = true
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	source.Exec(t, "INSERT INTO "+db+".t SELECT seq, REPEAT('x', 100) FROM "+db+".seq_1_to_30000")
+	waitCaughtUp(t, r, source, rn)
+	close(stop)
+	<-observed
+	if !seen[0] || !seen[rows] {
+		t.Errorf("the observer saw counts %v, want both 0 and %d: it did not watch the apply", seen, rows)
+	}
+	for n := range seen {
+		if n != 0 && n != rows {
+			t.Errorf("a reader of the target saw %d rows: part of one source transaction", n)
+		}
+	}
+	assertSameData(t, source, target, db, db)
+}
+
+func TestRoutesAndFilters(t *testing.T) {
+	source, target := servers(t)
+	dropDBs(t, []*testpeer.MariaDB{source, target}, "rt_ra", "rt_rb", "rt_ra2")
+	cfg := newConfig(t, source, target, "rt_ra", "rt_rb.keep")
+	cfg.Exclude = []string{"rt_ra.skip*"}
+	cfg.Routes = []Route{
+		{FromDB: "rt_ra", ToDB: "rt_ra2"},
+		{FromDB: "rt_rb", FromTable: "keep", ToDB: "rt_ra2", ToTable: "b_keep"},
+	}
+	r := openReplicator(t, cfg)
+	from := currentPosition(t, r)
+	source.Exec(t,
+		"CREATE DATABASE rt_ra", "CREATE DATABASE rt_rb",
+		"CREATE TABLE rt_ra.one (id INT PRIMARY KEY, v VARCHAR(10))",
+		"CREATE TABLE rt_ra.skip1 (id INT PRIMARY KEY)",
+		"CREATE TABLE rt_rb.keep (id INT PRIMARY KEY, one_id INT, FOREIGN KEY (one_id) REFERENCES rt_ra.one (id))",
+		"CREATE TABLE rt_rb.other (id INT PRIMARY KEY)",
+		"INSERT INTO rt_ra.one VALUES (1, 'a'), (2, 'b')",
+		"INSERT INTO rt_ra.skip1 VALUES (1)",
+		"INSERT INTO rt_rb.keep VALUES (1, 1)",
+		"INSERT INTO rt_rb.other VALUES (1)",
+	)
+	rn := startRun(t, r, from, 1, "test")
+	source.Exec(t,
+		"USE rt_ra",
+		"ALTER TABLE one ADD COLUMN w INT DEFAULT 7",
+		"UPDATE rt_ra.one SET v = 'c' WHERE id = 2",
+		"RENAME TABLE one TO uno",
+		"ALTER TABLE rt_rb.keep ADD COLUMN note TEXT",
+		"UPDATE rt_rb.keep SET note = 'routed'",
+		"DROP TABLE IF EXISTS rt_ra.skip1, rt_rb.keep2_missing_ok",
+	)
+	waitCaughtUp(t, r, source, rn)
+
+	if got := tables(t, target.DB(t), "rt_ra2"); strings.Join(got, ",") != "b_keep,uno" {
+		t.Errorf("target rt_ra2 has tables %q, want b_keep and uno", got)
+	}
+	if got := tables(t, target.DB(t), "rt_ra"); len(got) != 0 {
+		t.Errorf("target has unrouted rt_ra tables %q", got)
+	}
+	if got := tables(t, target.DB(t), "rt_rb"); len(got) != 0 {
+		t.Errorf("target has rt_rb tables %q, want none (keep is routed, other is not included)", got)
+	}
+	assertSameTable(t, source, target, "rt_ra", "uno", "rt_ra2", "uno")
+	var note string
+	if err := target.DB(t).QueryRow("SELECT note FROM rt_ra2.b_keep WHERE id = 1").Scan(&note); err != nil || note != "routed" {
+		t.Errorf("routed table rt_ra2.b_keep: note %q, %v; want routed", note, err)
+	}
+}
+
+func TestResolveStartAndGTIDStart(t *testing.T) {
+	source, target := servers(t)
+	const db = "rt_resolve"
+	dropDBs(t, []*testpeer.MariaDB{source, target}, db)
+	r := openReplicator(t, newConfig(t, source, target, db))
+	ctx := t.Context()
+
+	var file string
+	var pos uint32
+	var x, y sql.NullString
+	var gtid string
+	if err := source.DB(t).QueryRow("SHOW MASTER STATUS").Scan(&file, &pos, &x, &y); err != nil {
+		t.Fatal(err)
+	}
+	source.DB(t).QueryRow("SELECT @@gtid_binlog_pos").Scan(&gtid)
+	cur, err := r.ResolveStart(ctx, "current")
+	if err != nil || cur != (Position{File: file, Pos: pos, GTID: gtid}) {
+		t.Errorf("ResolveStart(current) = %+v, %v; want %s:%d gtid %s", cur, err, file, pos, gtid)
+	}
+	first, err := r.ResolveStart(ctx, "earliest")
+	if err != nil || first.File != "mysql-bin.000001" || first.Pos != 4 {
+		t.Errorf("ResolveStart(earliest) = %+v, %v; want mysql-bin.000001:4", first, err)
+	}
+	if fp, err := r.ResolveStart(ctx, cur.File+":"+fmt.Sprint(cur.Pos)); err != nil || fp != cur {
+		t.Errorf("ResolveStart(file:pos) = %+v, %v; want %+v with its GTID filled in", fp, err, cur)
+	}
+	if gp, err := r.ResolveStart(ctx, gtid); err != nil || gp != (Position{GTID: gtid}) {
+		t.Errorf("ResolveStart(%q) = %+v, %v", gtid, gp, err)
+	}
+	for _, bad := range []string{"", "nonsense", "mysql-bin.000001:2", "mysql-bin.000001:x"} {
+		if p, err := r.ResolveStart(ctx, bad); !errors.Is(err, ErrConfig) {
+			t.Errorf("ResolveStart(%q) = %+v, %v; want ErrConfig", bad, p, err)
+		}
+	}
+	if _, err := r.ResolveStart(ctx, "mysql-bin.999999:4"); err == nil {
+		t.Errorf("ResolveStart of a binlog file the source never wrote succeeded")
+	}
+
+	// Run from a GTID state alone: the reader learns the file from the
+	// stream and checkpoints carry both.
+	rn := startRun(t, r, Position{GTID: gtid}, 1, "test")
+	source.Exec(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)", "INSERT INTO "+db+".t VALUES (1), (2)")
+	waitCaughtUp(t, r, source, rn)
+	assertSameData(t, source, target, db, db)
+	cp, _, _ := r.TargetCheckpoint(ctx)
+	waitFor(t, 5*time.Second, "progress reporting the checkpoint", func() error {
+		if p := rn.progress(); p.Position != cp.Position || p.Position.File == "" || p.Position.GTID == "" {
+			return fmt.Errorf("progress at %s, checkpoint at %s; want equal, with a file and a GTID", p.Position, cp.Position)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,140 @@
+package replication
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// Position is a place in the source's binary log between two
+// transactions: a binlog file and the offset of the next event in it, and
+// the source's GTID state at that point (a MariaDB GTID position such as
+// "0-1-57,1-2-9", or a MySQL executed GTID set "uuid:1-57"). Either part
+// may be empty: a position resolved from a GTID set alone has no file
+// until the first event arrives, and on MySQL a file:pos start has no
+// GTID set.
+type Position struct {
+	File string `json:"file,omitempty"`
+	Pos  uint32 `json:"pos,omitempty"`
+	GTID string `json:"gtid,omitempty"`
+}
+
+// IsZero reports whether p names no position at all.
+func (p Position) IsZero() bool { return p.File == "" && p.Pos == 0 && p.GTID == "" }
+
+// String renders p as file:pos, with the GTID state when known.
+func (p Position) String() string {
+	switch {
+	case p.IsZero():
+		return "(none)"
+	case p.File == "":
+		return "gtid " + p.GTID
+	case p.GTID == "":
+		return p.File + ":" + strconv.FormatUint(uint64(p.Pos), 10)
+	}
+	return p.File + ":" + strconv.FormatUint(uint64(p.Pos), 10) + " (gtid " + p.GTID + ")"
+}
+
+// binlogSeq splits a binlog file name into its base and sequence number:
+// "mysql-bin.000012" is ("mysql-bin", 12).
+func binlogSeq(file string) (string, uint64, bool) {
+	i := strings.LastIndexByte(file, '.')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(file[i+1:], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return file[:i], n, true
+}
+
+// comparePositions orders a and b: -1 if a is earlier, 0 if the same, 1 if
+// later. ok is false when they cannot be ordered: different binlog base
+// names (another server) and GTID states that neither contains the other.
+// File positions decide when both have them, since they are exact for one
+// server; GTID states decide otherwise.
+func comparePositions(flavor string, a, b Position) (cmp int, ok bool) {
+	if a.File != "" && b.File != "" {
+		ab, an, aok := binlogSeq(a.File)
+		bb, bn, bok := binlogSeq(b.File)
+		if aok && bok && ab == bb {
+			switch {
+			case an != bn:
+				return cmpUint(an, bn), true
+			default:
+				return cmpUint(uint64(a.Pos), uint64(b.Pos)), true
+			}
+		}
+	}
+	if a.GTID == "" || b.GTID == "" {
+		return 0, false
+	}
+	ga, err := gomysql.ParseGTIDSet(flavor, a.GTID)
+	if err != nil {
+		return 0, false
+	}
+	gb, err := gomysql.ParseGTIDSet(flavor, b.GTID)
+	if err != nil {
+		return 0, false
+	}
+	switch {
+	case ga.Equal(gb):
+		return 0, true
+	case ga.Contain(gb):
+		return 1, true
+	case gb.Contain(ga):
+		return -1, true
+	}
+	return 0, false
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// resumePoint picks where Run starts: the later of the caller's position
+// and the target's checkpoint. The checkpoint is exactly what the target
+// has applied (it commits with the data), so starting before it would
+// replay transactions and starting after it would skip some. When the two
+// cannot be ordered the checkpoint wins, for the same reason.
+func resumePoint(flavor string, from, checkpoint Position) Position {
+	switch {
+	case checkpoint.IsZero():
+		return from
+	case from.IsZero():
+		return checkpoint
+	}
+	if c, ok := comparePositions(flavor, from, checkpoint); ok && c > 0 {
+		return from
+	}
+	return checkpoint
+}
+
+// parseFilePos parses "file:pos", e.g. "mysql-bin.000003:1234".
+func parseFilePos(s string) (Position, bool, error) {
+	i := strings.LastIndexByte(s, ':')
+	if i <= 0 {
+		return Position{}, false, nil
+	}
+	file, num := s[:i], s[i+1:]
+	if _, _, ok := binlogSeq(file); !ok {
+		return Position{}, false, nil
+	}
+	pos, err := strconv.ParseUint(num, 10, 32)
+	if err != nil {
+		return Position{}, true, fmt.Errorf("binlog offset %q in %q is not a number", num, s)
+	}
+	if pos < 4 {
+		return Position{}, true, fmt.Errorf("binlog offset %d in %q is inside the file header (events start at 4)", pos, s)
+	}
+	return Position{File: file, Pos: uint32(pos)}, true, nil
+}

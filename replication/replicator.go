@@ -1,0 +1,195 @@
+package replication
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+)
+
+// Replicator copies one task's changes from its source to its target. Its
+// methods may be called concurrently, except that only one Run may be
+// active at a time.
+type Replicator struct {
+	cfg    Config
+	log    *slog.Logger
+	filter *filter
+	ckpt   checkpointStore
+	flavor string // the source's
+
+	source *sql.DB // metadata queries: variables, binlog status
+	target *sql.DB // checkpoint reads, and the apply connection
+
+	running atomic.Bool
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// Open checks the configuration, the source (binary log on, ROW format,
+// full row images — else an error wrapping ErrSourceConfig naming the
+// variable and the fix) and the target (reachable; the checkpoint schema,
+// table and the task's row are created if missing). Denied access wraps
+// ErrNonRetryable; an unreachable server is a plain error the caller may
+// retry.
+func Open(ctx context.Context, cfg Config) (*Replicator, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	f, err := newFilter(cfg.Include, cfg.Exclude, cfg.Routes)
+	if err != nil {
+		return nil, err
+	}
+	r := &Replicator{
+		cfg:    cfg,
+		log:    cfg.Logger.With("task", cfg.Task),
+		filter: f,
+		ckpt:   newCheckpointStore(cfg.CheckpointSchema, cfg.Task),
+	}
+	if r.source, err = openDB(cfg.Source, 2, false, cfg.Logger); err != nil {
+		return nil, err
+	}
+	info, err := checkSource(ctx, r.source, cfg.Source, cfg.ServerID)
+	if err != nil {
+		r.source.Close()
+		return nil, fmt.Errorf("task %q: %w", cfg.Task, err)
+	}
+	r.flavor = info.flavor
+	if r.target, err = openDB(cfg.Target, 3, true, cfg.Logger); err != nil {
+		r.source.Close()
+		return nil, err
+	}
+	if err := r.target.PingContext(ctx); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("task %q: %w", cfg.Task, connectError("target", cfg.Target, err))
+	}
+	if err := r.ckpt.create(ctx, r.target, cfg.CheckpointSchema); err != nil {
+		r.Close()
+		if accessDenied(err) {
+			err = nonRetryable(err)
+		}
+		return nil, fmt.Errorf("task %q: target %s: %w", cfg.Task, cfg.Target, err)
+	}
+	r.log.Info("replicator opened", "source", cfg.Source.String(), "source_version", info.version,
+		"flavor", info.flavor, "target", cfg.Target.String(), "server_id", cfg.ServerID)
+	return r, nil
+}
+
+// Flavor is the source's flavor, "mysql" or "mariadb".
+func (r *Replicator) Flavor() string { return r.flavor }
+
+// ResolveStart turns a start spec into a position on the source:
+// "current" (the end of its binary log now), "earliest" (the start of the
+// oldest binlog file it keeps), "file:pos" (e.g. "mysql-bin.000003:4"), or
+// a GTID set in the source's flavor ("0-1-100" on MariaDB). On MariaDB the
+// GTID state of file positions is filled in.
+func (r *Replicator) ResolveStart(ctx context.Context, spec string) (Position, error) {
+	p, err := resolveStart(ctx, r.source, r.flavor, spec)
+	if err != nil {
+		return Position{}, fmt.Errorf("task %q: %w", r.cfg.Task, err)
+	}
+	return p, nil
+}
+
+// TargetCheckpoint returns what the target's checkpoint row says. ok is
+// false when no transaction has been committed for the task yet.
+func (r *Replicator) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error) {
+	row, ok, err := r.ckpt.read(ctx, r.target)
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("task %q: %w", r.cfg.Task, err)
+	}
+	if !ok || row.Position.IsZero() {
+		return row.Checkpoint, false, nil
+	}
+	return row.Checkpoint, true, nil
+}
+
+// Close releases the connections. Cancel a Run's context first: a Run
+// that finds the connections closed returns ErrClosed.
+func (r *Replicator) Close() error {
+	r.closeMu.Lock()
+	defer r.closeMu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	var errs []error
+	if r.source != nil {
+		errs = append(errs, r.source.Close())
+	}
+	if r.target != nil {
+		errs = append(errs, r.target.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Replicator) isClosed() bool {
+	r.closeMu.Lock()
+	defer r.closeMu.Unlock()
+	return r.closed
+}
+
+// newSyncer configures go-mysql's binlog reader. Its own reconnect loop is
+// off: Run reconnects from the target's checkpoint, which is the only
+// position it can trust after a failure.
+func (r *Replicator) newSyncer() *replication.BinlogSyncer {
+	hb := r.cfg.HeartbeatPeriod
+	return replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+		ServerID:                r.cfg.ServerID,
+		Flavor:                  r.flavor,
+		Host:                    r.cfg.Source.Host,
+		Port:                    uint16(r.cfg.Source.Port),
+		User:                    r.cfg.Source.User,
+		Password:                r.cfg.Source.Password,
+		HeartbeatPeriod:         hb,
+		ReadTimeout:             3*hb + 2*time.Second,
+		DisableRetrySync:        true,
+		VerifyChecksum:          true,
+		TimestampStringLocation: time.UTC,
+		RenderJSONAsMySQLText:   true,
+		EventCacheCount:         4096,
+		Logger:                  slog.New(quietHandler{r.log.Handler()}),
+	})
+}
+
+// startStream starts reading at p: by file and offset when known (exact on
+// this server), else by GTID state.
+func (r *Replicator) startStream(s *replication.BinlogSyncer, p Position) (*replication.BinlogStreamer, error) {
+	if p.File != "" {
+		return s.StartSync(gomysql.Position{Name: p.File, Pos: p.Pos})
+	}
+	g, err := gomysql.ParseGTIDSet(r.flavor, p.GTID)
+	if err != nil {
+		return nil, nonRetryable(fmt.Errorf("GTID state %q: %w", p.GTID, err))
+	}
+	return s.StartSyncGTID(g)
+}
+
+// quietHandler passes go-mysql's logs on one level down: it reports every
+// connect and close at Info, which is noise at the replicator's level.
+type quietHandler struct{ slog.Handler }
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, l-4)
+}
+
+func (h quietHandler) Handle(ctx context.Context, rec slog.Record) error {
+	rec.Level -= 4
+	rec.AddAttrs(slog.String("component", "go-mysql"))
+	return h.Handler.Handle(ctx, rec)
+}
+
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.Handler.WithGroup(name)}
+}

@@ -1,0 +1,311 @@
+package replication
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// State is what a running Run is doing, as Progress reports it.
+type State string
+
+// States of a Run.
+const (
+	// StateRunning: connected to both ends, applying or waiting for events.
+	StateRunning State = "running"
+	// StateRetrying: the source or the target failed; Run waits (with
+	// backoff) and reconnects from the target's checkpoint. Progress.Err
+	// says what failed.
+	StateRetrying State = "retrying"
+)
+
+// Progress is what Run reports, after commits (at most every
+// progressEvery) and every second while idle.
+type Progress struct {
+	// Position is the last source position committed to the target, in
+	// the same transaction as the data: a checkpoint the caller may
+	// mirror elsewhere (core writes it to lastCommit).
+	Position Position
+	// Epoch is the fencing epoch Run was given.
+	Epoch int64
+	// LagSeconds is how long ago the source committed the last
+	// transaction applied; 0 when the source has nothing newer.
+	LagSeconds float64
+	// RowsPerSec is the apply rate over roughly the last second.
+	RowsPerSec float64
+	// AppliedTxns and AppliedRows count source transactions and row
+	// changes committed since Run began.
+	AppliedTxns, AppliedRows int64
+	State                    State
+	// Err is the failure being retried when State is StateRetrying.
+	Err error
+	// Retries counts consecutive failed attempts; 0 once one commits.
+	Retries int
+}
+
+const (
+	progressEvery = 100 * time.Millisecond
+	idleReport    = time.Second // report period while nothing commits
+	minBackoff    = 100 * time.Millisecond
+	segmentQueue  = 16
+)
+
+// Run applies the source's changes to the target from `from` until ctx
+// is cancelled (it then returns ctx's error) or a failure that retrying
+// cannot fix (an error wrapping ErrNonRetryable, ErrSourceConfig or
+// ErrFenced), or the Replicator is closed (ErrClosed).
+//
+// Every target transaction carries the task's checkpoint row — source
+// position, GTID state, epoch, owner, time — updated in the same
+// transaction, on condition that the stored epoch is at most epoch.
+// Before applying anything Run claims the row by raising its epoch, so
+// once a Run with a larger epoch has started, a Run with a smaller one
+// fails its next commit with ErrFenced and stops. Epochs must be unique
+// per owner term; two Runs with the same epoch do not fence each other.
+//
+// Run starts at the later of from and the target's checkpoint. Because
+// the checkpoint commits with the data it is exactly what the target has
+// applied, so a resumed Run neither skips nor repeats a transaction; and
+// rows of keyed tables are written idempotently, so even a replay from an
+// earlier position converges.
+//
+// Lost connections to either end, deadlocks and server restarts are
+// retried with backoff (capped by Config.MaxBackoff), each attempt
+// resuming from the target's checkpoint; progress reports StateRetrying
+// with the error meanwhile. progress may be nil; it is called from Run's
+// goroutine and must not block for long.
+func (r *Replicator) Run(ctx context.Context, from Position, epoch int64, owner string, progress func(Progress)) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("task %q: %w", r.cfg.Task, ErrBusy)
+	}
+	defer r.running.Store(false)
+	if progress == nil {
+		progress = func(Progress) {}
+	}
+	st := &runStats{epoch: epoch, report: progress, rateAt: time.Now()}
+	backoff := minBackoff
+	for {
+		committedBefore := st.txns
+		if r.isClosed() {
+			return fmt.Errorf("task %q: %w", r.cfg.Task, ErrClosed)
+		}
+		err := r.runOnce(ctx, from, epoch, owner, st)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if r.isClosed() {
+			return fmt.Errorf("task %q: %w", r.cfg.Task, ErrClosed)
+		}
+		if !st.committed.IsZero() {
+			from = resumePoint(r.flavor, from, st.committed)
+		}
+		if !retryable(err) {
+			r.log.Error("replication stopped", "error", err, "position", st.committed.String())
+			return fmt.Errorf("task %q: %w", r.cfg.Task, err)
+		}
+		if st.txns > committedBefore {
+			backoff, st.retries = minBackoff, 0
+		}
+		st.retries++
+		r.log.Warn("replication interrupted; retrying", "error", err, "in", backoff, "attempt", st.retries, "position", st.committed.String())
+		st.send(StateRetrying, err, 0)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, r.cfg.MaxBackoff)
+	}
+}
+
+// runOnce connects both ends and applies until something fails.
+func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, owner string, st *runStats) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	conn, err := r.target.Conn(ctx)
+	if err != nil {
+		return connectError("target", r.cfg.Target, err)
+	}
+	defer conn.Close()
+	if err := checkStrict(ctx, conn); err != nil {
+		return err
+	}
+	if err := r.ckpt.claim(ctx, conn, epoch, owner); err != nil {
+		return err
+	}
+	row, _, err := r.ckpt.read(ctx, conn)
+	if err != nil {
+		return err
+	}
+	start := resumePoint(r.flavor, from, row.Position)
+	if start.IsZero() {
+		return nonRetryable(errNoStart)
+	}
+	if start.File != "" && start.GTID == "" && r.flavor == FlavorMariaDB {
+		// A file position from the caller: learn its GTID state so that
+		// checkpoints carry one.
+		if start.GTID, err = binlogGTIDPos(ctx, r.source, start.File, start.Pos); err != nil {
+			return err
+		}
+	}
+	if st.committed.IsZero() {
+		st.committed = start
+	}
+
+	segments := make(chan segment, segmentQueue)
+	rd, err := newReader(r.log, r.flavor, r.filter, r.cfg.MaxTxnRows, start, segments)
+	if err != nil {
+		return err
+	}
+	syncer := r.newSyncer()
+	stream, err := r.startStream(syncer, start)
+	if err != nil {
+		syncer.Close()
+		return r.sourceError(start, err)
+	}
+	readErr := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		readErr <- rd.run(ctx, stream)
+	}()
+	defer func() {
+		cancel()
+		syncer.Close()
+		wg.Wait()
+	}()
+
+	ap := &applier{
+		log: r.log, filter: r.filter, ckpt: r.ckpt, epoch: epoch, owner: owner, batch: r.cfg.BatchRows,
+		conn: conn, ddlPending: row.ddlPending,
+	}
+	ap.sess = &targetSession{conn: conn, ckpt: r.ckpt, epoch: epoch, owner: owner, where: func() Position { return ap.curStart }}
+	report := func() { st.send(StateRunning, nil, r.lag(rd, segments, ap, st)) }
+	ap.onCommit = func(pos Position, ts uint32, rows, txns int) {
+		st.commit(pos, ts, rows, txns)
+		if time.Since(st.lastReport) >= progressEvery {
+			report()
+		}
+	}
+	r.log.Info("replicating", "from", start.String(), "epoch", epoch, "owner", owner)
+	st.send(StateRunning, nil, 0)
+
+	// The ticker delivers commits the throttle held back, and a report
+	// every idleReport while nothing commits (lag keeps moving).
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case seg := <-segments:
+			if err := ap.handle(ctx, seg); err != nil {
+				ap.abort()
+				return err
+			}
+			// Commit when the batch is full, or when the reader has
+			// nothing more ready: small transactions then share a commit
+			// under load, and are not held back when the source is quiet.
+			if !ap.partial && !ap.idle() && (ap.openRows >= ap.batch || len(segments) == 0) {
+				if err := ap.flush(ctx); err != nil {
+					ap.abort()
+					return err
+				}
+			}
+		case err := <-readErr:
+			ap.abort()
+			return r.sourceError(rd.pos, err)
+		case <-tick.C:
+			if st.unreported || time.Since(st.lastReport) >= idleReport {
+				report()
+			}
+		case <-ctx.Done():
+			ap.abort()
+			return ctx.Err()
+		}
+	}
+}
+
+// checkStrict verifies that the apply session is in strict mode, which
+// the commit fence depends on (see targetSession): without it a stale
+// owner's checkpoint UPDATE would store 0 instead of failing.
+func checkStrict(ctx context.Context, conn *sql.Conn) error {
+	var mode string
+	if err := conn.QueryRowContext(ctx, "SELECT @@SESSION.sql_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("read the target session's sql_mode: %w", err)
+	}
+	if !strings.Contains(mode, "STRICT_ALL_TABLES") {
+		return nonRetryable(fmt.Errorf("the target session's sql_mode is %q, not strict: the commit fence needs STRICT_ALL_TABLES (is a proxy rewriting session variables?)", mode))
+	}
+	return nil
+}
+
+// sourceError classifies a failure to read the source's binlog.
+func (r *Replicator) sourceError(at Position, err error) error {
+	switch {
+	case isPurged(err):
+		return nonRetryable(fmt.Errorf("source %s cannot serve the binlog from %s (purged, or not a position it wrote): %w", r.cfg.Source, at, err))
+	case accessDenied(err):
+		// Open logged in with the same account, so the password is right:
+		// MariaDB answers a replica registration without the privilege
+		// with "access denied" too.
+		return nonRetryable(fmt.Errorf("source %s refused to stream its binlog: %w: the account needs the REPLICATION SLAVE privilege (GRANT REPLICATION SLAVE ON *.* TO %s)",
+			r.cfg.Source, err, r.cfg.Source.User))
+	}
+	return fmt.Errorf("source %s: %w", r.cfg.Source, err)
+}
+
+// lag estimates how far the target is behind the source.
+func (r *Replicator) lag(rd *reader, queue chan segment, ap *applier, st *runStats) float64 {
+	if rd.caughtUp() && len(queue) == 0 && ap.idle() {
+		return 0
+	}
+	if st.lastTS == 0 {
+		return 0
+	}
+	return max(0, time.Since(time.Unix(int64(st.lastTS), 0)).Seconds())
+}
+
+// runStats accumulates what Progress reports. It is used by Run's
+// goroutine only.
+type runStats struct {
+	epoch      int64
+	report     func(Progress)
+	committed  Position
+	lastTS     uint32
+	txns, rows int64
+	retries    int
+	lastReport time.Time
+	unreported bool // a commit happened since the last report
+
+	rate     float64
+	rateAt   time.Time
+	rateRows int64
+}
+
+func (s *runStats) commit(pos Position, ts uint32, rows, txns int) {
+	s.committed = pos
+	if ts != 0 {
+		s.lastTS = ts
+	}
+	s.rows += int64(rows)
+	s.txns += int64(txns)
+	s.retries = 0
+	s.unreported = true
+}
+
+func (s *runStats) send(state State, err error, lag float64) {
+	now := time.Now()
+	if d := now.Sub(s.rateAt); d >= time.Second {
+		s.rate = float64(s.rows-s.rateRows) / d.Seconds()
+		s.rateAt, s.rateRows = now, s.rows
+	}
+	s.lastReport, s.unreported = now, false
+	s.report(Progress{
+		Position: s.committed, Epoch: s.epoch, LagSeconds: lag, RowsPerSec: s.rate,
+		AppliedTxns: s.txns, AppliedRows: s.rows, State: state, Err: err, Retries: s.retries,
+	})
+}
