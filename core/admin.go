@@ -1,0 +1,338 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+)
+
+// Admin manages tasks in the coordination tree: the operations behind
+// `shepherd ctl task …` and the control server. Every change is a
+// conditional write, so concurrent admins do not lose each other's.
+type Admin struct {
+	s      *recipe.Session
+	layout Layout
+}
+
+// NewAdmin returns an Admin of the tasks under root ("" for DefaultRoot).
+func NewAdmin(s *recipe.Session, root string) *Admin {
+	return &Admin{s: s, layout: NewLayout(root)}
+}
+
+// Layout returns the znode layout the Admin works on.
+func (a *Admin) Layout() Layout { return a.layout }
+
+// TaskStatus is a task as operators see it: spec, checkpoint, instances.
+type TaskStatus struct {
+	Name string `json:"name"`
+	// Spec is nil when the task node holds no valid spec; SpecError says
+	// why.
+	Spec       *Spec       `json:"spec,omitempty"`
+	SpecError  string      `json:"specError,omitempty"`
+	LastCommit *LastCommit `json:"lastCommit,omitempty"`
+	// LastCommitError says why lastCommit could not be read.
+	LastCommitError string `json:"lastCommitError,omitempty"`
+	// Instances are in line order: the first owns the task.
+	Instances []Instance `json:"instances"`
+	// Stray are instances registered the wrong way: hot-standby cores
+	// (--task) of a cold-standby task. They report FAILED and run nothing.
+	Stray []Instance `json:"stray,omitempty"`
+}
+
+// Instance is one instance node and its state.
+type Instance struct {
+	Name  string        `json:"name"`
+	State InstanceState `json:"state"`
+	// Raw is the node's data when it is not an instance state.
+	Raw string `json:"raw,omitempty"`
+}
+
+// Owner returns the instance that owns the task, if any.
+func (ts *TaskStatus) Owner() (Instance, bool) {
+	if len(ts.Instances) == 0 {
+		return Instance{}, false
+	}
+	return ts.Instances[0], true
+}
+
+// AddTask stores a new task. With replace it overwrites an existing
+// task's spec (a running instance restarts with it); without, an existing
+// spec is ErrTaskExists. A task node a core created while waiting for its
+// spec counts as no task.
+func (a *Admin) AddTask(ctx context.Context, sp *Spec, replace bool) error {
+	if err := sp.Validate(); err != nil {
+		return err
+	}
+	p := a.layout.Task(sp.Name)
+	if err := a.retry(ctx, func() error { return a.s.EnsurePath(ctx, a.layout.Tasks()) }); err != nil {
+		return fmt.Errorf("core: add task %q: %w", sp.Name, err)
+	}
+	data := sp.Marshal()
+	var old *Spec
+	err := a.retry(ctx, func() error {
+		_, err := a.s.Create(ctx, p, data, zk.FlagPersistent, nil)
+		if !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+		cur, st, err := a.s.Get(ctx, p)
+		if err != nil {
+			return err
+		}
+		if len(strings.TrimSpace(string(cur))) > 0 {
+			if !replace {
+				return fmt.Errorf("%w: %s (use --replace to change its spec)", ErrTaskExists, sp.Name)
+			}
+			old, _ = decodeStoredSpec(sp.Name, cur)
+		}
+		_, err = a.s.Set(ctx, p, data, st.Version)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("core: add task %q: %w", sp.Name, err)
+	}
+	if old != nil && old.Standby.Mode == ModeCold && (sp.Standby.Mode != ModeCold || sp.Standby.Group != old.Standby.Group) {
+		// Its old group's owner gives it up on seeing the new spec; the
+		// membership goes when empty (and is skipped by scans till then).
+		a.dropGroupMembership(ctx, old.Standby.Group, sp.Name)
+	}
+	if sp.Standby.Mode == ModeCold {
+		if err := a.retry(ctx, func() error { return a.s.EnsurePath(ctx, a.layout.GroupTask(sp.Standby.Group, sp.Name)) }); err != nil {
+			return fmt.Errorf("core: add task %q to group %q: %w", sp.Name, sp.Standby.Group, err)
+		}
+	}
+	return nil
+}
+
+// dropGroupMembership deletes a task's node in a group if no instance is
+// in it; failures are left for an operator (the scan skips the entry).
+func (a *Admin) dropGroupMembership(ctx context.Context, group, task string) {
+	for _, p := range []string{a.layout.GroupInstances(group, task), a.layout.GroupTask(group, task)} {
+		if err := a.retry(ctx, func() error { return a.s.Delete(ctx, p, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+	}
+}
+
+// Task returns the status of one task, or ErrNoTask.
+func (a *Admin) Task(ctx context.Context, name string) (TaskStatus, error) {
+	if err := checkName(name); err != nil {
+		return TaskStatus{}, fmt.Errorf("%w: task name: %v", ErrNoTask, err)
+	}
+	ts := TaskStatus{Name: name, Instances: []Instance{}}
+	var data []byte
+	err := a.retry(ctx, func() (err error) {
+		data, _, err = a.s.Get(ctx, a.layout.Task(name))
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return ts, fmt.Errorf("%w: %s", ErrNoTask, name)
+	}
+	if err != nil {
+		return ts, fmt.Errorf("core: task %q: %w", name, err)
+	}
+	dir := a.layout.Instances(name)
+	if sp, err := decodeStoredSpec(name, data); err != nil {
+		ts.SpecError = err.Error()
+	} else {
+		ts.Spec = sp
+		dir = a.layout.InstancesOf(sp)
+	}
+	lc, exists, err := readLastCommit(ctx, a.s, a.layout.LastCommit(name))
+	switch {
+	case err != nil && !exists:
+		return ts, fmt.Errorf("core: task %q: %w", name, err)
+	case err != nil:
+		ts.LastCommitError = err.Error()
+	case exists:
+		ts.LastCommit = &lc
+	}
+	if ts.Instances, err = a.instances(ctx, dir); err != nil {
+		return ts, fmt.Errorf("core: task %q: %w", name, err)
+	}
+	if hot := a.layout.Instances(name); dir != hot {
+		if ts.Stray, err = a.instances(ctx, hot); err != nil {
+			return ts, fmt.Errorf("core: task %q: %w", name, err)
+		}
+	}
+	return ts, nil
+}
+
+// instances reads the instance nodes under dir, in line order.
+func (a *Admin) instances(ctx context.Context, dir string) ([]Instance, error) {
+	var names []string
+	err := a.retry(ctx, func() (err error) {
+		names, _, err = a.s.Children(ctx, dir)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return []Instance{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(names, func(x, y string) int { return seqOf(x) - seqOf(y) })
+	out := make([]Instance, 0, len(names))
+	for _, n := range names {
+		var data []byte
+		err := a.retry(ctx, func() (err error) {
+			data, _, err = a.s.Get(ctx, dir+"/"+n)
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone as we looked
+		}
+		if err != nil {
+			return nil, err
+		}
+		in := Instance{Name: n}
+		if st, err := ParseInstanceState(data); err != nil || st.State == "" {
+			in.Raw = string(data)
+		} else {
+			in.State = st
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// seqOf is the sequence number at the end of an instance node's name
+// (-1 if none): instances are in line by it, not by host name.
+func seqOf(name string) int {
+	i := strings.LastIndexByte(name, '-')
+	n, err := strconv.Atoi(name[i+1:])
+	if err != nil || len(name)-i-1 != 10 {
+		return -1
+	}
+	return n
+}
+
+// Tasks returns the status of every task, by name.
+func (a *Admin) Tasks(ctx context.Context) ([]TaskStatus, error) {
+	var names []string
+	err := a.retry(ctx, func() (err error) {
+		names, _, err = a.s.Children(ctx, a.layout.Tasks())
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return []TaskStatus{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("core: list tasks: %w", err)
+	}
+	slices.Sort(names)
+	out := make([]TaskStatus, 0, len(names))
+	for _, n := range names {
+		ts, err := a.Task(ctx, n)
+		if errors.Is(err, ErrNoTask) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ts)
+	}
+	return out, nil
+}
+
+// SetState sets a task's desired state, running or stopped. Setting
+// running also clears a recorded failure and restarts the owner even if
+// it was running already: it is how operators retry a FAILED task.
+func (a *Admin) SetState(ctx context.Context, name, state string) error {
+	if state != DesiredRunning && state != DesiredStopped {
+		return fmt.Errorf("%w: state %q: want running or stopped", ErrInvalidSpec, state)
+	}
+	p := a.layout.Task(name)
+	if state == DesiredRunning {
+		if err := a.clearFailure(ctx, name); err != nil {
+			return err
+		}
+	}
+	err := a.retry(ctx, func() error {
+		data, st, err := a.s.Get(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("%w: %s", ErrNoTask, name)
+		}
+		if err != nil {
+			return err
+		}
+		sp, err := decodeStoredSpec(name, data)
+		if err != nil {
+			return err
+		}
+		sp.State = state
+		_, err = a.s.Set(ctx, p, sp.Marshal(), st.Version)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("core: set task %q %s: %w", name, state, err)
+	}
+	return nil
+}
+
+// clearFailure removes the failure record from a task's lastCommit,
+// keeping its owner and epoch.
+func (a *Admin) clearFailure(ctx context.Context, name string) error {
+	p := a.layout.LastCommit(name)
+	return a.retry(ctx, func() error {
+		data, st, err := a.s.Get(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		lc, err := ParseLastCommit(data)
+		if err != nil || lc.Failure == nil {
+			return nil
+		}
+		lc.Failure = nil
+		_, err = a.s.Set(ctx, p, lc.Marshal(), st.Version)
+		return err
+	})
+}
+
+// RemoveTask deletes a task: spec, lastCommit and group membership. It
+// refuses (ErrTaskBusy) while instances are registered for it: stop
+// their cores first (for a cold task, stopping the task is enough — its
+// owner gives it up).
+func (a *Admin) RemoveTask(ctx context.Context, name string) error {
+	ts, err := a.Task(ctx, name)
+	if err != nil {
+		return err
+	}
+	if live := append(ts.Instances, ts.Stray...); len(live) > 0 {
+		names := make([]string, len(live))
+		for i, in := range live {
+			names[i] = in.Name
+		}
+		hint := "stop the cores started with --task " + name
+		if ts.Spec != nil && ts.Spec.Standby.Mode == ModeCold {
+			hint = "shepherd ctl task stop " + name + " first; its owner then gives it up"
+		}
+		return fmt.Errorf("%w: %s has instances %s: %s", ErrTaskBusy, name, strings.Join(names, ", "), hint)
+	}
+	paths := []string{a.layout.LastCommit(name), a.layout.Instances(name)}
+	if ts.Spec != nil && ts.Spec.Standby.Mode == ModeCold {
+		paths = append(paths, a.layout.GroupInstances(ts.Spec.Standby.Group, name), a.layout.GroupTask(ts.Spec.Standby.Group, name))
+	}
+	paths = append(paths, a.layout.Task(name))
+	for _, p := range paths {
+		err := a.retry(ctx, func() error { return a.s.Delete(ctx, p, -1) })
+		switch {
+		case errors.Is(err, zk.ErrNotEmpty):
+			return fmt.Errorf("%w: %s: %s gained children meanwhile (a core registered?)", ErrTaskBusy, name, p)
+		case err != nil && !errors.Is(err, zk.ErrNoNode):
+			return fmt.Errorf("core: remove task %q: %s: %w", name, p, err)
+		}
+	}
+	return nil
+}
+
+func (a *Admin) retry(ctx context.Context, fn func() error) error { return a.s.Retry(ctx, fn) }

@@ -1,0 +1,246 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+)
+
+// Defaults of Config.
+const (
+	DefaultScanInterval       = 10 * time.Second
+	DefaultCheckpointInterval = time.Second
+	DefaultMaxFailures        = 3
+	DefaultRetryBase          = time.Second
+	DefaultRetryMax           = 30 * time.Second
+)
+
+// Config configures a Core. It runs named tasks in hot standby (Tasks),
+// or scans a cold-standby group (Group), or both.
+type Config struct {
+	// Host names this core's instance nodes, <host>-<seq>; default the
+	// machine's host name.
+	Host string
+	// Tasks are the tasks this core is a hot-standby instance of.
+	Tasks []string
+	// Group is the cold-standby group this core scans; "" for none.
+	Group string
+	// ScanInterval is the period of the group scan.
+	ScanInterval time.Duration
+	// Root is the root of the replication znodes (default DefaultRoot).
+	Root string
+	// CheckpointInterval is how often a RUNNING instance mirrors its
+	// checkpoint to lastCommit and its progress to its instance node.
+	CheckpointInterval time.Duration
+	// MaxFailures is how many instances in a row may fail a task with a
+	// non-retryable error before the next one stops trying (FAILED at
+	// once) until an operator restarts the task.
+	MaxFailures int
+	// RetryBase and RetryMax bound the backoff between retries of
+	// retryable failures (a server unreachable).
+	RetryBase, RetryMax time.Duration
+	// Engine opens replicators. Required.
+	Engine Engine
+	// Logger receives the core's log; nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer, if set, gets the core's Prometheus metrics.
+	Registerer prometheus.Registerer
+}
+
+// Core is the replication worker of `shepherd core`: it takes part in
+// the election of each of its hot-standby tasks and scans its cold
+// group, and runs the tasks its instances come to own.
+type Core struct {
+	s       *recipe.Session
+	cfg     Config
+	layout  Layout
+	log     *slog.Logger
+	metrics *metrics
+}
+
+// New returns a Core working through session s. It checks cfg and fills
+// in defaults; nothing happens until Run.
+func New(s *recipe.Session, cfg Config) (*Core, error) {
+	if cfg.Host == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("%w: --host not given and the host name is unknown: %v", ErrBadConfig, err)
+		}
+		cfg.Host = h
+	}
+	var errs []error
+	if err := checkName(cfg.Host); err != nil {
+		errs = append(errs, fmt.Errorf("host: %w", err))
+	}
+	if len(cfg.Tasks) == 0 && cfg.Group == "" {
+		errs = append(errs, errors.New("no work: give tasks to stand by for (--task) or a group to scan (--group)"))
+	}
+	for i, name := range cfg.Tasks {
+		if err := checkName(name); err != nil {
+			errs = append(errs, fmt.Errorf("task %d: %w", i+1, err))
+		}
+		if slices.Index(cfg.Tasks, name) != i {
+			errs = append(errs, fmt.Errorf("task %q given twice", name))
+		}
+	}
+	if cfg.Group != "" {
+		if err := checkName(cfg.Group); err != nil {
+			errs = append(errs, fmt.Errorf("group: %w", err))
+		}
+	}
+	if cfg.Engine == nil {
+		errs = append(errs, errors.New("no replication engine"))
+	}
+	if cfg.ScanInterval == 0 {
+		cfg.ScanInterval = DefaultScanInterval
+	}
+	if cfg.CheckpointInterval == 0 {
+		cfg.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if cfg.MaxFailures == 0 {
+		cfg.MaxFailures = DefaultMaxFailures
+	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase = DefaultRetryBase
+	}
+	if cfg.RetryMax == 0 {
+		cfg.RetryMax = DefaultRetryMax
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"scan-interval", cfg.ScanInterval}, {"checkpoint-interval", cfg.CheckpointInterval}, {"retry-base", cfg.RetryBase}, {"retry-max", cfg.RetryMax}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %v: must be positive", d.name, d.v))
+		}
+	}
+	if cfg.MaxFailures < 0 {
+		errs = append(errs, fmt.Errorf("max-failures %d: must be positive", cfg.MaxFailures))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, errors.Join(errs...))
+	}
+	cfg.RetryMax = max(cfg.RetryMax, cfg.RetryBase)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("core: register metrics: %w", err)
+	}
+	return &Core{s: s, cfg: cfg, layout: NewLayout(cfg.Root), log: log.With("host", cfg.Host), metrics: m}, nil
+}
+
+// Run runs the core until ctx ends, then stops every task — each RUNNING
+// instance stops applying, writes lastCommit and hands over to the next —
+// and returns nil. It returns an error only if it cannot start.
+func (c *Core) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, name := range c.cfg.Tasks {
+		t, err := c.newTaskRun(ctx, name, false)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer t.close()
+			c.hot(ctx, t)
+		}()
+	}
+	if c.cfg.Group != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.scan(ctx)
+		}()
+	}
+	c.log.Info("core started", "tasks", c.cfg.Tasks, "group", c.cfg.Group)
+	wg.Wait()
+	c.log.Info("core stopped")
+	return nil
+}
+
+// hot is the hot-standby loop of one task: register an instance node,
+// wait to be first in line (STANDBY), run the task while first (RUNNING),
+// and when the term ends — session lost, fenced — register again at the
+// back of the line.
+func (c *Core) hot(ctx context.Context, t *taskRun) {
+	failures := 0
+	defer c.metrics.setState(t.name, "")
+	for ctx.Err() == nil {
+		e := c.election(c.layout.Instances(t.name))
+		c.metrics.setState(t.name, StateStandby)
+		if err := e.Campaign(ctx); err != nil {
+			if ctx.Err() != nil || errors.Is(err, recipe.ErrClosed) {
+				return
+			}
+			failures++
+			t.log.Warn("cannot register the instance; retrying", "err", err)
+			c.pause(ctx, failures)
+			continue
+		}
+		err := e.Serve(ctx, t.lead)
+		if rerr := e.Resign(); rerr != nil {
+			t.log.Warn("instance node not deleted; it goes with the session", "err", rerr)
+		}
+		switch {
+		case ctx.Err() != nil:
+			t.log.Info("handed the task over")
+			return
+		case err != nil:
+			// Fenced: a newer instance took over while this one was cut
+			// off. Stand by again, after a pause in case something (say a
+			// migrated coordination tree) makes every term fenced.
+			c.metrics.fenced.WithLabelValues(t.name).Inc()
+			failures++
+			t.log.Warn("instance term ended; standing by again", "err", err)
+			c.pause(ctx, failures)
+		default:
+			failures = 0
+			t.log.Warn("instance term lost; standing by again")
+		}
+	}
+}
+
+// election returns a fresh candidacy of this core in the election at dir.
+// Its node data is the STANDBY state, until the instance owns the task.
+func (c *Core) election(dir string) *recipe.Election {
+	now := time.Now().UTC()
+	st := InstanceState{Version: docVersion, State: StateStandby, Host: c.cfg.Host, PID: os.Getpid(), Since: now, Updated: now}
+	return recipe.NewElection(c.s, dir, string(st.Marshal()), recipe.WithElectionNodePrefix(c.cfg.Host+"-"))
+}
+
+// backoff is the jittered delay after n failures in a row.
+func (c *Core) backoff(n int) time.Duration {
+	d := c.cfg.RetryBase
+	for i := 1; i < n && d < c.cfg.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.cfg.RetryMax)
+	return d/2 + rand.N(d/2+1)
+}
+
+// pause sleeps the backoff of n failures, or until ctx ends.
+func (c *Core) pause(ctx context.Context, n int) {
+	t := time.NewTimer(c.backoff(n))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,58 @@
+package core
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Engine opens the replicator of a task. The production engine copies
+// MySQL binlog events (package replication); tests use an in-memory one.
+// Core owns everything around the replicator — who runs it, from where,
+// and what happens on failure — and the replicator only copies.
+type Engine interface {
+	Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replicator, error)
+}
+
+// Replicator copies one task's changes from its source to its target.
+//
+// Errors: ErrFenced (wrapped) when the target refuses a commit because a
+// newer epoch has committed there; ErrNonRetryable (wrapped) for failures
+// that will recur; anything else is taken as retryable (a server down).
+type Replicator interface {
+	// ResolveStart turns a spec's start point (current, earliest,
+	// file:pos, GTID set) into a position.
+	ResolveStart(ctx context.Context, start string) (Position, error)
+	// TargetCheckpoint returns the checkpoint stored in the target, if
+	// any.
+	TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error)
+	// Run applies changes from the later of from and the target's
+	// checkpoint until ctx ends (returning ctx's error) or it fails. Every
+	// commit carries the checkpoint, conditioned on the stored epoch being
+	// at most epoch. progress is called after commits, from one goroutine.
+	Run(ctx context.Context, from Position, epoch int64, owner string, progress func(Progress)) error
+	// Close releases the connections.
+	Close() error
+}
+
+// Checkpoint is the position stored in the target with the data.
+type Checkpoint struct {
+	Position Position
+	Epoch    int64
+	Owner    string
+	Time     time.Time
+}
+
+// Progress is what a replicator reports after commits.
+type Progress struct {
+	// Committed is the last position committed to the target, with the
+	// data: a checkpoint that may be mirrored to lastCommit.
+	Committed Position
+	// Lag is how far behind the source the last applied event was.
+	Lag time.Duration
+	// Rows counts the rows applied since Run began.
+	Rows int64
+	// Retrying is the failure the replicator is retrying by itself (a
+	// server restarting, a deadlock), nil while it applies normally.
+	Retrying error
+}

@@ -1,0 +1,155 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+)
+
+// testSpec is a valid hot-standby spec for task name.
+func testSpec(name string) *Spec {
+	sp := &Spec{
+		Name:   name,
+		Source: Endpoint{Host: "source.test", User: "repl", Flavor: FlavorMariaDB},
+		Target: Endpoint{Host: "target.test", User: "apply", Flavor: FlavorMariaDB},
+		Start:  StartEarliest,
+	}
+	sp.setDefaults()
+	return sp
+}
+
+// coldSpec is a valid cold-standby spec for task name in group.
+func coldSpec(name, group string) *Spec {
+	sp := testSpec(name)
+	sp.Standby = Standby{Mode: ModeCold, Group: group}
+	return sp
+}
+
+// memFleet is one memEngine per task, for cores that run several.
+type memFleet map[string]*memEngine
+
+func (f memFleet) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replicator, error) {
+	e, ok := f[sp.Name]
+	if !ok {
+		return nil, fmt.Errorf("%w: memFleet: no engine for task %q", ErrNonRetryable, sp.Name)
+	}
+	return e.Open(ctx, sp, log)
+}
+
+// runningCore is a Core running in the test, with its own session.
+type runningCore struct {
+	t      testing.TB
+	host   string
+	c      *Core
+	s      *recipe.Session
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startCore runs a core named host with the test's short intervals;
+// edit adjusts its config. The core stops when the test ends.
+func startCore(t testing.TB, connect, host string, eng Engine, edit func(*Config)) *runningCore {
+	t.Helper()
+	return startCoreOn(t, dial(t, connect, testSessionTimeout), host, eng, edit)
+}
+
+func startCoreOn(t testing.TB, s *recipe.Session, host string, eng Engine, edit func(*Config)) *runningCore {
+	t.Helper()
+	cfg := Config{
+		Host:               host,
+		Engine:             eng,
+		ScanInterval:       200 * time.Millisecond,
+		CheckpointInterval: 100 * time.Millisecond,
+		RetryBase:          50 * time.Millisecond,
+		RetryMax:           400 * time.Millisecond,
+		Logger:             testLogger(t).With("core", host),
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	c, err := New(s, cfg)
+	if err != nil {
+		t.Fatalf("core.New(%s): %v", host, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rc := &runningCore{t: t, host: host, c: c, s: s, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(rc.done)
+		if err := c.Run(ctx); err != nil {
+			t.Errorf("core %s: Run: %v", host, err)
+		}
+	}()
+	t.Cleanup(rc.stop)
+	return rc
+}
+
+// stop stops the core gracefully and waits for it.
+func (rc *runningCore) stop() {
+	rc.cancel()
+	select {
+	case <-rc.done:
+	case <-time.After(20 * time.Second):
+		rc.t.Errorf("core %s did not stop within 20s", rc.host)
+	}
+}
+
+// crash ends the core's session at once, as if its process died and the
+// server noticed: its instance nodes go, nothing is handed over.
+func (rc *runningCore) crash() {
+	rc.s.Close()
+	rc.stop()
+}
+
+// waitOwner waits until task's first instance belongs to host and is in
+// state, and returns it.
+func waitOwner(t testing.TB, a *Admin, task, host, state string, d time.Duration) Instance {
+	t.Helper()
+	var in Instance
+	waitFor(t, d, fmt.Sprintf("%s to own %s in state %s", host, task, state), func() error {
+		ts, err := a.Task(context.Background(), task)
+		if err != nil {
+			return err
+		}
+		owner, ok := ts.Owner()
+		if !ok {
+			return fmt.Errorf("no instance")
+		}
+		if !strings.HasPrefix(owner.Name, host+"-") || owner.State.State != state {
+			return fmt.Errorf("owner %s is %s (%s); instances %v", owner.Name, owner.State.State, owner.State.Error, instanceNames(ts))
+		}
+		in = owner
+		return nil
+	})
+	return in
+}
+
+func instanceNames(ts TaskStatus) []string {
+	var names []string
+	for _, in := range ts.Instances {
+		names = append(names, in.Name+"="+in.State.State)
+	}
+	return names
+}
+
+// waitApplied waits until the engine has applied every source event,
+// each exactly once.
+func waitApplied(t testing.TB, e *memEngine, d time.Duration) {
+	t.Helper()
+	waitFor(t, d, "every event applied once", func() error {
+		_, err := e.check()
+		return err
+	})
+}
+
+// mustAdd stores a spec.
+func mustAdd(t testing.TB, a *Admin, sp *Spec) {
+	t.Helper()
+	if err := a.AddTask(context.Background(), sp, false); err != nil {
+		t.Fatalf("AddTask %s: %v", sp.Name, err)
+	}
+}

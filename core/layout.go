@@ -1,0 +1,60 @@
+package core
+
+import "strings"
+
+// DefaultRoot is the root of the replication znodes, below the
+// connection's chroot if it has one.
+const DefaultRoot = "/mysql_replicator"
+
+// Layout is the znode tree of replication (see docs/replication.md):
+//
+//	<root>/tasks/<task>                                  spec (JSON)
+//	<root>/tasks/<task>/instances/<host>-<seq>           hot standby instances
+//	<root>/tasks/<task>/lastCommit                       checkpoint mirror
+//	<root>/tasks-groups/<group>/<task>                   cold group membership
+//	<root>/tasks-groups/<group>/<task>/instances/<host>-<seq>
+//
+// The spec and lastCommit of a cold task stay under tasks/<task>, so that
+// every verb finds a task in one place whatever its standby mode; the
+// group node only says that the group's cores run it.
+type Layout struct{ Root string }
+
+// NewLayout returns the layout under root ("" means DefaultRoot).
+func NewLayout(root string) Layout {
+	if root == "" {
+		root = DefaultRoot
+	}
+	return Layout{Root: strings.TrimRight(root, "/")}
+}
+
+// Tasks is the directory of task specs.
+func (l Layout) Tasks() string { return l.Root + "/tasks" }
+
+// Task is a task's spec node.
+func (l Layout) Task(task string) string { return l.Tasks() + "/" + task }
+
+// Instances is the directory of a hot task's instances.
+func (l Layout) Instances(task string) string { return l.Task(task) + "/instances" }
+
+// LastCommit is a task's checkpoint mirror.
+func (l Layout) LastCommit(task string) string { return l.Task(task) + "/lastCommit" }
+
+// Group is the directory of a cold group's tasks.
+func (l Layout) Group(group string) string { return l.Root + "/tasks-groups/" + group }
+
+// GroupTask is a cold task's membership node in its group.
+func (l Layout) GroupTask(group, task string) string { return l.Group(group) + "/" + task }
+
+// GroupInstances is the directory of a cold task's instance (one at a
+// time, but for the moment of a scan).
+func (l Layout) GroupInstances(group, task string) string {
+	return l.GroupTask(group, task) + "/instances"
+}
+
+// InstancesOf is where the instances of the task sp live.
+func (l Layout) InstancesOf(sp *Spec) string {
+	if sp.Standby.Mode == ModeCold {
+		return l.GroupInstances(sp.Standby.Group, sp.Name)
+	}
+	return l.Instances(sp.Name)
+}

@@ -1,0 +1,253 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memEngine is an in-memory Engine shared by the cores of a test: a source
+// log of numbered events and a target that counts how often each event
+// was applied, with the checkpoint and epoch fence a real target keeps.
+// Event i's position is {memFile, i}: the position after it is i+1.
+type memEngine struct {
+	mu         sync.Mutex
+	events     int            // the source holds events 0..events-1
+	applied    []int          // the target: times each event was applied
+	cp         Checkpoint     // the target's checkpoint
+	hasCP      bool           // a checkpoint was ever committed
+	down       bool           // the target is unreachable: Open and commits fail
+	poison     int            // the event whose apply fails for good; -1 for none
+	batch      int            // events per commit
+	delay      time.Duration  // per commit
+	running    map[string]int // owner → Runs applying now
+	maxRunning int            // most Runs applying at once, over all owners
+	fenced     int            // commits refused by the epoch fence
+	opens      int
+	// zombie makes Runs ignore their context, as a process that does not
+	// notice its session is gone: only the fence stops them.
+	zombie map[string]bool // owner host prefix → zombie
+	// dead makes Runs of these owners stop at once without applying, as
+	// a process killed in the middle of its work.
+	dead map[string]bool
+	// froms records where each Run was asked to start, by owner, in
+	// order; lastBy the last position each owner committed.
+	froms  []ownerPos
+	lastBy map[string]Position
+}
+
+type ownerPos struct {
+	owner string
+	pos   Position
+}
+
+const memFile = "mem-bin.000001"
+
+var errMemDown = errors.New("memengine: target unreachable")
+
+func newMemEngine(events int) *memEngine {
+	return &memEngine{events: events, applied: make([]int, events), poison: -1, batch: 10,
+		delay: 2 * time.Millisecond, running: map[string]int{}, zombie: map[string]bool{}, dead: map[string]bool{},
+		lastBy: map[string]Position{}}
+}
+
+// addEvents appends n events to the source.
+func (e *memEngine) addEvents(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events += n
+	e.applied = append(e.applied, make([]int, n)...)
+}
+
+// endSoon shortens the source to n events past the target's checkpoint,
+// so that a long load ends.
+func (e *memEngine) endSoon(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = min(e.events, int(e.cp.Position.Pos)+n)
+	e.applied = e.applied[:e.events]
+}
+
+func (e *memEngine) setDown(down bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.down = down
+}
+
+// check verifies the target: every event applied exactly once, up to
+// the source's end. It returns how many were applied.
+func (e *memEngine) check() (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	var bad []string
+	for i, c := range e.applied {
+		if c > 0 {
+			n++
+		}
+		if c > 1 && len(bad) < 10 {
+			bad = append(bad, fmt.Sprintf("event %d applied %d times", i, c))
+		}
+	}
+	if len(bad) > 0 {
+		return n, fmt.Errorf("duplicates: %v", bad)
+	}
+	if n != e.events {
+		return n, fmt.Errorf("%d of %d events applied (checkpoint %v)", n, e.events, e.cp.Position)
+	}
+	return n, nil
+}
+
+func (e *memEngine) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replicator, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.opens++
+	if e.down {
+		return nil, fmt.Errorf("connect to target %s:%d: %w", sp.Target.Host, sp.Target.Port, errMemDown)
+	}
+	return &memRep{e: e}, nil
+}
+
+type memRep struct{ e *memEngine }
+
+func (r *memRep) ResolveStart(ctx context.Context, start string) (Position, error) {
+	r.e.mu.Lock()
+	defer r.e.mu.Unlock()
+	switch start {
+	case StartEarliest:
+		return Position{File: memFile}, nil
+	case StartCurrent:
+		return Position{File: memFile, Pos: uint32(r.e.events)}, nil
+	}
+	return Position{}, fmt.Errorf("%w: memengine: start %q unsupported", ErrNonRetryable, start)
+}
+
+func (r *memRep) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error) {
+	r.e.mu.Lock()
+	defer r.e.mu.Unlock()
+	if r.e.down {
+		return Checkpoint{}, false, errMemDown
+	}
+	return r.e.cp, r.e.hasCP, nil
+}
+
+func (r *memRep) Close() error { return nil }
+
+// Run applies batches from the later of from and the target checkpoint;
+// each commit applies the batch and moves the checkpoint atomically, if
+// the stored epoch is not above epoch.
+func (r *memRep) Run(ctx context.Context, from Position, epoch int64, owner string, progress func(Progress)) error {
+	e := r.e
+	zombie := e.isZombie(owner)
+	e.mu.Lock()
+	e.froms = append(e.froms, ownerPos{owner, from})
+	e.running[owner]++
+	total := 0
+	for _, n := range e.running {
+		total += n
+	}
+	e.maxRunning = max(e.maxRunning, total)
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		e.running[owner]--
+		e.mu.Unlock()
+	}()
+	next := int(from.Pos)
+	var rows int64
+	timer := time.NewTimer(e.delay)
+	defer timer.Stop()
+	for {
+		if !zombie {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			default:
+			}
+		}
+		<-timer.C
+		timer.Reset(e.delay)
+		e.mu.Lock()
+		switch {
+		case hasPrefix(e.dead, owner):
+			e.mu.Unlock()
+			return errors.New("memengine: killed")
+		case e.down:
+			e.mu.Unlock()
+			return fmt.Errorf("commit: %w", errMemDown)
+		case e.hasCP && e.cp.Epoch > epoch:
+			e.fenced++
+			cp := e.cp
+			e.mu.Unlock()
+			return fmt.Errorf("%w: target checkpoint has epoch %d (owner %s), ours is %d", ErrFenced, cp.Epoch, cp.Owner, epoch)
+		}
+		if e.hasCP && int(e.cp.Position.Pos) > next {
+			next = int(e.cp.Position.Pos) // committed by someone else: resume after it
+		}
+		if next == e.poison {
+			e.mu.Unlock()
+			return fmt.Errorf("%w: apply event %d: UPDATE t SET x=1: Error 1062: Duplicate entry", ErrNonRetryable, next)
+		}
+		n := 0
+		for ; n < e.batch && next < e.events && next != e.poison; n++ {
+			e.applied[next]++
+			next++
+		}
+		if n == 0 {
+			e.mu.Unlock()
+			continue // caught up: poll for more
+		}
+		e.cp = Checkpoint{Position: Position{File: memFile, Pos: uint32(next)}, Epoch: epoch, Owner: owner, Time: time.Now()}
+		e.hasCP = true
+		e.lastBy[owner] = e.cp.Position
+		e.mu.Unlock()
+		rows += int64(n)
+		progress(Progress{Committed: Position{File: memFile, Pos: uint32(next)}, Rows: rows})
+	}
+}
+
+func (e *memEngine) isZombie(owner string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return hasPrefix(e.zombie, owner)
+}
+
+// hasPrefix reports whether set holds a prefix of owner.
+func hasPrefix(set map[string]bool, owner string) bool {
+	for prefix, on := range set {
+		if on && strings.HasPrefix(owner, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// kill stops the Runs of owners with prefix for good, and waits until
+// none of them applies.
+func (e *memEngine) kill(t testing.TB, prefix string) {
+	t.Helper()
+	e.mu.Lock()
+	e.dead[prefix] = true
+	e.mu.Unlock()
+	waitFor(t, 5*time.Second, prefix+"* to stop applying", func() error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for owner, n := range e.running {
+			if n > 0 && strings.HasPrefix(owner, prefix) {
+				return fmt.Errorf("%s applies", owner)
+			}
+		}
+		return nil
+	})
+}
+
+func (e *memEngine) stats() (maxRunning, fenced, opens int, cp Checkpoint) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.maxRunning, e.fenced, e.opens, e.cp
+}

@@ -1,0 +1,116 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/replication"
+)
+
+// MySQL is the Engine of `shepherd core`: package replication, copying
+// row-based binlog events from MySQL or MariaDB into MySQL or MariaDB.
+type MySQL struct{}
+
+// Open opens the replicator of sp. A password file that cannot be read
+// and a source not set up for row-based replication are non-retryable;
+// an unreachable server is not.
+func (MySQL) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replicator, error) {
+	cfg, err := replicationConfig(sp, log)
+	if err != nil {
+		return nil, classify(err, ErrNonRetryable)
+	}
+	r, err := replication.Open(ctx, cfg)
+	if err != nil {
+		return nil, mapReplicationError(err)
+	}
+	return mysqlReplicator{r}, nil
+}
+
+// replicationConfig translates a spec into replication's terms.
+func replicationConfig(sp *Spec, log *slog.Logger) (replication.Config, error) {
+	cfg := replication.Config{
+		Task:             sp.Name,
+		ServerID:         sp.ServerID,
+		Include:          sp.Filter.Include,
+		Exclude:          sp.Filter.Exclude,
+		CheckpointSchema: sp.CheckpointSchema,
+		BatchRows:        sp.Apply.BatchRows,
+		MaxTxnRows:       sp.Apply.MaxTxnRows,
+		Logger:           log,
+	}
+	for _, ep := range []struct {
+		name string
+		in   Endpoint
+		out  *replication.Endpoint
+	}{{"source", sp.Source, &cfg.Source}, {"target", sp.Target, &cfg.Target}} {
+		pw, err := ep.in.ResolvePassword()
+		if err != nil {
+			return cfg, fmt.Errorf("task %q: %s.%w", sp.Name, ep.name, err)
+		}
+		*ep.out = replication.Endpoint{Host: ep.in.Host, Port: ep.in.Port, User: ep.in.User, Password: pw, Flavor: ep.in.Flavor}
+	}
+	for _, r := range sp.Routes {
+		fromDB, fromTable, _ := strings.Cut(r.From, ".")
+		toDB, toTable, _ := strings.Cut(r.To, ".")
+		cfg.Routes = append(cfg.Routes, replication.Route{FromDB: fromDB, FromTable: fromTable, ToDB: toDB, ToTable: toTable})
+	}
+	return cfg, nil
+}
+
+type mysqlReplicator struct{ r *replication.Replicator }
+
+func (m mysqlReplicator) ResolveStart(ctx context.Context, start string) (Position, error) {
+	p, err := m.r.ResolveStart(ctx, start)
+	return Position(p), mapReplicationError(err)
+}
+
+func (m mysqlReplicator) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error) {
+	cp, ok, err := m.r.TargetCheckpoint(ctx)
+	return Checkpoint{Position: Position(cp.Position), Epoch: cp.Epoch, Owner: cp.Owner, Time: cp.Time}, ok, mapReplicationError(err)
+}
+
+func (m mysqlReplicator) Run(ctx context.Context, from Position, epoch int64, owner string, progress func(Progress)) error {
+	err := m.r.Run(ctx, replication.Position(from), epoch, owner, func(p replication.Progress) {
+		var retrying error
+		if p.State == replication.StateRetrying {
+			retrying = p.Err
+		}
+		progress(Progress{
+			Committed: Position(p.Position),
+			Lag:       time.Duration(p.LagSeconds * float64(time.Second)),
+			Rows:      p.AppliedRows,
+			Retrying:  retrying,
+		})
+	})
+	return mapReplicationError(err)
+}
+
+func (m mysqlReplicator) Close() error { return m.r.Close() }
+
+// mapReplicationError gives replication's errors core's classes: fenced,
+// non-retryable (replication's non-retryable errors and configuration
+// errors), or retryable (everything else).
+func mapReplicationError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, replication.ErrFenced):
+		return classify(err, ErrFenced)
+	case errors.Is(err, replication.ErrNonRetryable), errors.Is(err, replication.ErrConfig):
+		return classify(err, ErrNonRetryable)
+	}
+	return err
+}
+
+// classified is err, in class for errors.Is, with err's message alone:
+// replication's messages already say what failed.
+type classified struct{ err, class error }
+
+func classify(err, class error) error { return &classified{err, class} }
+
+func (c *classified) Error() string   { return c.err.Error() }
+func (c *classified) Unwrap() []error { return []error{c.err, c.class} }

@@ -1,0 +1,136 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkMySQLFailover measures hot-standby failover: a `shepherd core`
+// process RUNNING a task is killed with SIGKILL while the source is
+// written to, and the time is taken until the STANDBY process applies —
+// its first commit to the target. Each iteration kills the current owner
+// and starts a new standby. The session timeout bounds it from below:
+// the server expires the dead core's session only then.
+//
+//	go test -run '^$' -bench BenchmarkMySQLFailover -benchtime 5x ./core/
+//
+// The hand-over sub-benchmarks stop the owner with SIGTERM instead: it
+// stops applying, writes lastCommit and deletes its instance node, and the
+// standby takes over at once, whatever the session timeout.
+func BenchmarkMySQLFailover(b *testing.B) {
+	for _, tg := range targets {
+		for _, timeout := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+			b.Run(fmt.Sprintf("%s/kill/session=%v", tg.Name, timeout), func(b *testing.B) {
+				tg.Require(b)
+				benchFailover(b, tg, timeout, (*coreProc).kill9)
+			})
+		}
+		b.Run(fmt.Sprintf("%s/handover/session=%v", tg.Name, coreSessionTimeout), func(b *testing.B) {
+			tg.Require(b)
+			benchFailover(b, tg, coreSessionTimeout, (*coreProc).stop)
+		})
+	}
+}
+
+func benchFailover(b *testing.B, tg *target, timeout time.Duration, end func(*coreProc)) {
+	source, target := sharedMariaDB(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	connect := chrootOf(b, tg)
+	a := NewAdmin(dial(b, connect, testSessionTimeout), "")
+	db := testDB("bench")
+	createWorkloadSchema(b, db, source, target)
+	task := "bench_" + db
+	mustAdd(b, a, mysqlSpec(task, db, source, target))
+
+	n := 0
+	start := func() *coreProc {
+		n++
+		return startCoreProc(b, connect, fmt.Sprintf("c%d", n), "--task", task, "--session-timeout", timeout.String())
+	}
+	standsBy := func(host string) {
+		waitFor(b, 30*time.Second, host+" to stand by", func() error {
+			ts, err := a.Task(ctx, task)
+			if err != nil || len(ts.Instances) != 2 || ts.Instances[1].State.Host != host || ts.Instances[1].State.State != StateStandby {
+				return fmt.Errorf("instances %v, %v", instanceNames(ts), err)
+			}
+			return nil
+		})
+	}
+	owner := start()
+	waitOwner(b, a, task, owner.host, StateRunning, 30*time.Second)
+	standby := start()
+	standsBy(standby.host)
+
+	// A steady trickle of source transactions, so that "applying" shows
+	// as the checkpoint moving.
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	loaded := make(chan error, 1)
+	go func() {
+		id := 0
+		for {
+			if err := load(loadCtx, source.DB(b), db, id, 10, 10); err != nil {
+				loaded <- err
+				return
+			}
+			id += 10
+			select {
+			case <-loadCtx.Done():
+				loaded <- nil
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+
+	var claims, applies []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		killed := time.Now()
+		end(owner)
+		var claimed time.Duration
+		var claimPos uint64
+		waitFor(b, 60*time.Second, standby.host+" to apply", func() error {
+			who, _, pos, err := targetCheckpoint(ctx, target.DB(b), task)
+			if err != nil || !strings.HasPrefix(who, standby.host+"-") {
+				return fmt.Errorf("checkpoint owner %q, %v", who, err)
+			}
+			if claimed == 0 {
+				claimed, claimPos = time.Since(killed), pos
+			}
+			if pos == claimPos {
+				return errors.New("claimed, not applied yet")
+			}
+			return nil
+		})
+		claims, applies = append(claims, claimed), append(applies, time.Since(killed))
+		b.StopTimer()
+		owner, standby = standby, start()
+		standsBy(standby.host)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	stopLoad()
+	if err := <-loaded; err != nil && !errors.Is(err, context.Canceled) {
+		b.Fatal(err)
+	}
+	waitSameTables(b, source, target, db, 90*time.Second)
+	b.ReportMetric(ms(median(claims)), "claim-ms")
+	b.ReportMetric(ms(median(applies)), "apply-ms")
+	b.ReportMetric(ms(slices.Max(applies)), "max-apply-ms")
+	b.Logf("%s, session timeout %v: %d failovers; from the owner's end to the claim %v, to the first commit %v (medians)",
+		tg.Name, timeout, len(applies), median(claims).Round(time.Millisecond), median(applies).Round(time.Millisecond))
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

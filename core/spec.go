@@ -1,0 +1,402 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// SpecVersion is the schema version of the task specs this package writes.
+const SpecVersion = 1
+
+// Standby modes of a task.
+const (
+	// ModeHot: every core started with --task T registers as an instance
+	// of T; the first runs it and the others wait to take over at once.
+	ModeHot = "hot"
+	// ModeCold: the task belongs to a group; cores started with --group G
+	// scan the group and the first to find the task unowned runs it.
+	ModeCold = "cold"
+)
+
+// Desired states of a task, set by operators.
+const (
+	DesiredRunning = "running"
+	DesiredStopped = "stopped"
+)
+
+// Source and target flavors.
+const (
+	FlavorMySQL   = "mysql"
+	FlavorMariaDB = "mariadb"
+)
+
+// Start points besides a binlog position or a GTID set.
+const (
+	StartCurrent  = "current"  // the source's binlog position when the task first runs
+	StartEarliest = "earliest" // the oldest binlog the source still has
+)
+
+// Spec is a replication task: what to copy from where to where, and how
+// it is run. It is stored as JSON in /mysql_replicator/tasks/<name> and
+// written by operators as YAML or JSON with the same field names.
+type Spec struct {
+	// Version is the schema version, SpecVersion.
+	Version int `json:"version" yaml:"version"`
+	// Name names the task: the znode tasks/<name>.
+	Name string `json:"name" yaml:"name"`
+	// Source is the MySQL or MariaDB server whose binlog is read.
+	Source Endpoint `json:"source" yaml:"source"`
+	// Target is the server the changes are applied to.
+	Target Endpoint `json:"target" yaml:"target"`
+	// Filter selects the tables replicated.
+	Filter Filter `json:"filter" yaml:"filter"`
+	// Routes rename databases or tables on the target.
+	Routes []Route `json:"routes,omitempty" yaml:"routes"`
+	// Start is where a task with no checkpoint begins: "current",
+	// "earliest", a binlog position "file:pos", or a GTID set.
+	Start string `json:"start" yaml:"start"`
+	// Standby is how instances share the task.
+	Standby Standby `json:"standby" yaml:"standby"`
+	// State is the desired state, "running" or "stopped".
+	State string `json:"state" yaml:"state"`
+	// Apply tunes how changes are written to the target.
+	Apply Apply `json:"apply" yaml:"apply"`
+	// ServerID is the replica server id the task registers with on the
+	// source; 0 lets the replicator derive one from the task name.
+	ServerID uint32 `json:"serverID,omitempty" yaml:"serverID"`
+	// CheckpointSchema is the target database holding the checkpoint
+	// table; empty means the replicator's default.
+	CheckpointSchema string `json:"checkpointSchema,omitempty" yaml:"checkpointSchema"`
+}
+
+// Endpoint is a MySQL or MariaDB server and the account used on it.
+type Endpoint struct {
+	Host string `json:"host" yaml:"host"`
+	Port int    `json:"port" yaml:"port"`
+	User string `json:"user" yaml:"user"`
+	// Password is the account's password. It is stored in the task node
+	// for every reader of it to see: prefer PasswordFile.
+	Password string `json:"password,omitempty" yaml:"password"`
+	// PasswordFile is a file on every core's machine holding the password
+	// (trailing newline ignored), read when the task starts.
+	PasswordFile string `json:"passwordFile,omitempty" yaml:"passwordFile"`
+	// Flavor is "mysql" (the default) or "mariadb".
+	Flavor string `json:"flavor" yaml:"flavor"`
+}
+
+// Filter selects tables by db.table patterns, where * matches any run of
+// characters.
+// A table is replicated if it matches some Include pattern (or Include
+// is empty) and no Exclude pattern.
+type Filter struct {
+	Include []string `json:"include,omitempty" yaml:"include"`
+	Exclude []string `json:"exclude,omitempty" yaml:"exclude"`
+}
+
+// Route renames on the target: a database ("src" to "dst") or a table
+// ("src.t" to "dst.t2").
+type Route struct {
+	From string `json:"from" yaml:"from"`
+	To   string `json:"to" yaml:"to"`
+}
+
+// Standby says how the instances of a task share it.
+type Standby struct {
+	// Mode is "hot" (the default) or "cold".
+	Mode string `json:"mode" yaml:"mode"`
+	// Group is the cold-standby group, required with mode cold.
+	Group string `json:"group,omitempty" yaml:"group"`
+}
+
+// Apply tunes the writes to the target. Zero values mean the
+// replicator's defaults.
+type Apply struct {
+	// BatchRows is how many rows go into one multi-row statement.
+	BatchRows int `json:"batchRows,omitempty" yaml:"batchRows"`
+	// MaxTxnRows splits larger source transactions into target
+	// transactions of at most this many rows.
+	MaxTxnRows int `json:"maxTxnRows,omitempty" yaml:"maxTxnRows"`
+}
+
+// Limits of a spec's values.
+const (
+	maxNameLen   = 128
+	maxBatchRows = 100_000
+	maxTxnRows   = 10_000_000
+)
+
+// ParseSpec reads a spec in YAML or JSON, fills in defaults and validates
+// it. Unknown fields are errors, so that a misspelt field is not silently
+// ignored. Errors wrap ErrInvalidSpec and name the fields at fault.
+func ParseSpec(data []byte) (*Spec, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%w: empty document", ErrInvalidSpec)
+	}
+	var sp Spec
+	// YAML is a superset of JSON, so one decoder reads both; KnownFields
+	// rejects fields the struct lacks.
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&sp); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: more than one document", ErrInvalidSpec)
+	}
+	sp.setDefaults()
+	if err := sp.Validate(); err != nil {
+		return nil, err
+	}
+	return &sp, nil
+}
+
+// decodeStoredSpec reads a spec as stored in a task node (JSON).
+func decodeStoredSpec(name string, data []byte) (*Spec, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("%w: task %q has no spec: add one with shepherd ctl task add -f task.yaml", ErrNoSpec, name)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var sp Spec
+	if err := dec.Decode(&sp); err != nil {
+		return nil, fmt.Errorf("%w: task %q: %v", ErrInvalidSpec, name, err)
+	}
+	sp.setDefaults()
+	if err := sp.Validate(); err != nil {
+		return nil, fmt.Errorf("task %q: %w", name, err)
+	}
+	if sp.Name != name {
+		return nil, fmt.Errorf("%w: task node %q holds the spec of %q", ErrInvalidSpec, name, sp.Name)
+	}
+	return &sp, nil
+}
+
+// Marshal encodes the spec as stored in its task node.
+func (sp *Spec) Marshal() []byte {
+	data, err := json.MarshalIndent(sp, "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("core: marshal spec: %v", err)) // plain structs always encode
+	}
+	return data
+}
+
+func (sp *Spec) setDefaults() {
+	if sp.Version == 0 {
+		sp.Version = SpecVersion
+	}
+	if sp.Start == "" {
+		sp.Start = StartCurrent
+	}
+	if sp.State == "" {
+		sp.State = DesiredRunning
+	}
+	if sp.Standby.Mode == "" {
+		sp.Standby.Mode = ModeHot
+	}
+	for _, e := range []*Endpoint{&sp.Source, &sp.Target} {
+		if e.Flavor == "" {
+			e.Flavor = FlavorMySQL
+		}
+		if e.Port == 0 {
+			e.Port = 3306
+		}
+	}
+}
+
+// Validate checks a spec (after defaults) and returns every problem
+// found, each naming its field, joined and wrapping ErrInvalidSpec.
+func (sp *Spec) Validate() error {
+	var errs []string
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, field+": "+fmt.Sprintf(format, args...))
+	}
+	if sp.Version != SpecVersion {
+		bad("version", "%d is not supported (want %d)", sp.Version, SpecVersion)
+	}
+	if err := checkName(sp.Name); err != nil {
+		bad("name", "%v", err)
+	}
+	sp.Source.validate("source", bad)
+	sp.Target.validate("target", bad)
+	if sp.Source.Host != "" && sp.Source.Host == sp.Target.Host && sp.Source.Port == sp.Target.Port {
+		bad("target", "is the source (%s:%d): replicating a server into itself would apply every change twice", sp.Target.Host, sp.Target.Port)
+	}
+	for i, p := range sp.Filter.Include {
+		if err := checkTablePattern(p); err != nil {
+			bad(fmt.Sprintf("filter.include[%d]", i), "%v", err)
+		}
+	}
+	for i, p := range sp.Filter.Exclude {
+		if err := checkTablePattern(p); err != nil {
+			bad(fmt.Sprintf("filter.exclude[%d]", i), "%v", err)
+		}
+	}
+	for i, r := range sp.Routes {
+		if err := checkRoute(r); err != nil {
+			bad(fmt.Sprintf("routes[%d]", i), "%v", err)
+		}
+	}
+	if err := checkStart(sp.Start, sp.Source.Flavor); err != nil {
+		bad("start", "%v", err)
+	}
+	switch sp.Standby.Mode {
+	case ModeHot:
+		if sp.Standby.Group != "" {
+			bad("standby.group", "only cold standby has a group (mode is hot)")
+		}
+	case ModeCold:
+		if sp.Standby.Group == "" {
+			bad("standby.group", "required with mode cold")
+		} else if err := checkName(sp.Standby.Group); err != nil {
+			bad("standby.group", "%v", err)
+		}
+	default:
+		bad("standby.mode", "%q: want hot or cold", sp.Standby.Mode)
+	}
+	if sp.State != DesiredRunning && sp.State != DesiredStopped {
+		bad("state", "%q: want running or stopped", sp.State)
+	}
+	if sp.Apply.BatchRows < 0 || sp.Apply.BatchRows > maxBatchRows {
+		bad("apply.batchRows", "%d: want 0 (default) to %d", sp.Apply.BatchRows, maxBatchRows)
+	}
+	if sp.Apply.MaxTxnRows < 0 || sp.Apply.MaxTxnRows > maxTxnRows {
+		bad("apply.maxTxnRows", "%d: want 0 (default) to %d", sp.Apply.MaxTxnRows, maxTxnRows)
+	}
+	if sp.CheckpointSchema != "" && !identRe.MatchString(sp.CheckpointSchema) {
+		bad("checkpointSchema", "%q: want a database name of letters, digits, _ and $", sp.CheckpointSchema)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	// One line, so that it reads whole in a log line or a terminal.
+	return fmt.Errorf("%w: %s", ErrInvalidSpec, strings.Join(errs, "; "))
+}
+
+func (e *Endpoint) validate(field string, bad func(field, format string, args ...any)) {
+	if e.Host == "" {
+		bad(field+".host", "required")
+	} else if strings.ContainsAny(e.Host, " /\t\n") {
+		bad(field+".host", "%q is not a host name or address", e.Host)
+	}
+	if e.Port < 1 || e.Port > 65535 {
+		bad(field+".port", "%d: want 1-65535", e.Port)
+	}
+	if e.User == "" {
+		bad(field+".user", "required")
+	}
+	if e.Password != "" && e.PasswordFile != "" {
+		bad(field+".passwordFile", "give password or passwordFile, not both")
+	}
+	if e.Flavor != FlavorMySQL && e.Flavor != FlavorMariaDB {
+		bad(field+".flavor", "%q: want mysql or mariadb", e.Flavor)
+	}
+}
+
+// ResolvePassword returns the endpoint's password, reading PasswordFile
+// if one is given.
+func (e *Endpoint) ResolvePassword() (string, error) {
+	if e.PasswordFile == "" {
+		return e.Password, nil
+	}
+	data, err := os.ReadFile(e.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("passwordFile: %w", err)
+	}
+	return strings.TrimRight(string(data), "\r\n"), nil
+}
+
+// nameRe is what task and group names may be: one znode name that reads
+// well in paths and logs.
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// checkName checks a task, group or host name.
+func checkName(n string) error {
+	switch {
+	case n == "":
+		return errors.New("required")
+	case len(n) > maxNameLen:
+		return fmt.Errorf("%d bytes: at most %d", len(n), maxNameLen)
+	case !nameRe.MatchString(n):
+		return fmt.Errorf("%q: use letters, digits, '.', '_' and '-', starting with a letter or digit", n)
+	}
+	return nil
+}
+
+// identRe is a MySQL identifier as the patterns allow it (no quoting).
+var identRe = regexp.MustCompile(`^[A-Za-z0-9_$]+$`)
+
+// checkTablePattern checks a filter pattern: db.table, where * matches
+// any run of characters.
+func checkTablePattern(p string) error {
+	db, table, ok := strings.Cut(p, ".")
+	if !ok || db == "" || table == "" || strings.Contains(table, ".") {
+		return fmt.Errorf("%q: want db.table, with * as a wildcard (shop.*, *.orders, logs_*.*)", p)
+	}
+	for _, part := range []string{db, table} {
+		if rest := strings.ReplaceAll(part, "*", ""); rest != "" && !identRe.MatchString(rest) {
+			return fmt.Errorf("%q: names hold letters, digits, _, $ and the wildcard *", p)
+		}
+	}
+	return nil
+}
+
+// checkRoute checks a rename: db to db, or db.table to db.table.
+func checkRoute(r Route) error {
+	fromParts, toParts := strings.Split(r.From, "."), strings.Split(r.To, ".")
+	if r.From == "" || r.To == "" {
+		return fmt.Errorf("from and to are both required")
+	}
+	if len(fromParts) > 2 || len(fromParts) != len(toParts) {
+		return fmt.Errorf("%q to %q: rename a database (db to db2) or a table (db.t to db2.t2)", r.From, r.To)
+	}
+	for _, p := range append(fromParts, toParts...) {
+		if !identRe.MatchString(p) {
+			return fmt.Errorf("%q to %q: names hold letters, digits, _ and $, no wildcards", r.From, r.To)
+		}
+	}
+	return nil
+}
+
+var (
+	// filePosRe is a binlog position, mysql-bin.000003:4.
+	filePosRe = regexp.MustCompile(`^([A-Za-z0-9_.-]+\.[0-9]+):([0-9]+)$`)
+	// mysqlGTIDRe is a MySQL GTID set: uuid:interval[:interval…][,…].
+	mysqlGTIDRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(:[0-9]+(-[0-9]+)?)+(,\s*[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(:[0-9]+(-[0-9]+)?)+)*$`)
+	// mariaGTIDRe is a MariaDB GTID position: domain-server-seq[,…].
+	mariaGTIDRe = regexp.MustCompile(`^[0-9]+-[0-9]+-[0-9]+(,\s*[0-9]+-[0-9]+-[0-9]+)*$`)
+)
+
+// checkStart checks a start point against the source's flavor.
+func checkStart(s, flavor string) error {
+	switch {
+	case s == StartCurrent, s == StartEarliest:
+		return nil
+	case filePosRe.MatchString(s):
+		pos := filePosRe.FindStringSubmatch(s)[2]
+		if n, err := strconv.ParseUint(pos, 10, 32); err != nil || n < 4 {
+			return fmt.Errorf("%q: position %s out of range (binlog events start at 4)", s, pos)
+		}
+		return nil
+	case mysqlGTIDRe.MatchString(s):
+		if flavor != FlavorMySQL {
+			return fmt.Errorf("%q is a MySQL GTID set, but source.flavor is %s (MariaDB GTIDs look like 0-1-100)", s, flavor)
+		}
+		return nil
+	case mariaGTIDRe.MatchString(s):
+		if flavor != FlavorMariaDB {
+			return fmt.Errorf("%q is a MariaDB GTID position, but source.flavor is %s", s, flavor)
+		}
+		return nil
+	}
+	return fmt.Errorf("%q: want current, earliest, a binlog position file:pos (mysql-bin.000003:4) or a GTID set", s)
+}

@@ -1,0 +1,178 @@
+package core
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const goodYAML = `
+name: copy_hot_item
+source: {host: db1.example, port: 3306, user: repl, password: s3cret, flavor: mariadb}
+target: {host: db2.example, user: apply, passwordFile: /etc/shepherd/db2.pw, flavor: mariadb}
+filter:
+  include: [shop.*, "*.orders"]
+  exclude: [shop.tmp_*]
+routes:
+  - {from: shop, to: shop_copy}
+  - {from: shop.items, to: shop_copy.hot_items}
+start: mysql-bin.000003:4
+standby: {mode: cold, group: g1}
+apply: {batchRows: 500, maxTxnRows: 20000}
+`
+
+func TestParseSpecDefaultsAndRoundTrip(t *testing.T) {
+	sp, err := ParseSpec([]byte(goodYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Version != SpecVersion || sp.State != DesiredRunning || sp.Target.Port != 3306 {
+		t.Errorf("defaults: version %d, state %q, target port %d; want %d, running, 3306", sp.Version, sp.State, sp.Target.Port, SpecVersion)
+	}
+	if sp.Standby != (Standby{Mode: ModeCold, Group: "g1"}) || sp.Apply != (Apply{500, 20000}) || len(sp.Routes) != 2 {
+		t.Errorf("parsed %+v", sp)
+	}
+	back, err := decodeStoredSpec("copy_hot_item", sp.Marshal())
+	if err != nil {
+		t.Fatalf("stored form does not decode: %v\n%s", err, sp.Marshal())
+	}
+	if string(back.Marshal()) != string(sp.Marshal()) {
+		t.Errorf("round trip changed the spec:\n%s\n%s", sp.Marshal(), back.Marshal())
+	}
+	// The stored JSON is a valid input too.
+	if _, err := ParseSpec(sp.Marshal()); err != nil {
+		t.Errorf("ParseSpec of the stored JSON: %v", err)
+	}
+}
+
+func TestParseSpecErrorsNameTheField(t *testing.T) {
+	base := "name: t1\nsource: {host: a, user: u}\ntarget: {host: b, user: u}\n"
+	for _, tc := range []struct {
+		name, doc string
+		want      []string // substrings of the error
+	}{
+		{"empty", "", []string{"empty document"}},
+		{"not yaml", "name: [", []string{"invalid task spec"}},
+		{"unknown field", base + "sourse: {}\n", []string{"sourse"}},
+		{"two documents", base + "---\n" + base, []string{"more than one document"}},
+		{"missing name", "source: {host: a, user: u}\ntarget: {host: b, user: u}\n", []string{"name: required"}},
+		{"bad name", strings.Replace(base, "t1", "a/b", 1), []string{"name:", "a/b"}},
+		{"missing everything", "name: t1\n", []string{"source.host: required", "source.user: required", "target.host: required", "target.user: required"}},
+		{"unknown field after a valid one", base + "apply: {}\nx: 1\n", []string{"field x not found"}},
+		{"port range", "name: t1\nsource: {host: a, user: u, port: 70000}\ntarget: {host: b, user: u}\n", []string{"source.port: 70000"}},
+		{"port type", "name: t1\nsource: {host: a, user: u, port: three}\ntarget: {host: b, user: u}\n", []string{"three"}},
+		{"flavor", "name: t1\nsource: {host: a, user: u, flavor: postgres}\ntarget: {host: b, user: u}\n", []string{"source.flavor", "postgres"}},
+		{"both passwords", "name: t1\nsource: {host: a, user: u, password: x, passwordFile: /p}\ntarget: {host: b, user: u}\n", []string{"source.passwordFile", "not both"}},
+		{"target is source", "name: t1\nsource: {host: a, user: u}\ntarget: {host: a, user: v}\n", []string{"target: is the source"}},
+		{"include pattern", base + "filter: {include: [shop]}\n", []string{"filter.include[0]", "db.table"}},
+		{"exclude pattern", base + "filter: {exclude: [\"shop.t?\"]}\n", []string{"filter.exclude[0]", "wildcard *"}},
+		{"route shape", base + "routes: [{from: shop, to: a.b}]\n", []string{"routes[0]"}},
+		{"route wildcard", base + "routes: [{from: shop.*, to: a.*}]\n", []string{"routes[0]", "no wildcards"}},
+		{"route empty", base + "routes: [{from: shop}]\n", []string{"routes[0]", "required"}},
+		{"start", base + "start: yesterday\n", []string{"start:", "yesterday"}},
+		{"start pos", base + "start: mysql-bin.000001:2\n", []string{"start:", "start at 4"}},
+		{"mariadb gtid on mysql", base + "start: 0-1-100\n", []string{"start:", "MariaDB GTID", "mysql"}},
+		{"mysql gtid on mariadb", "name: t1\nsource: {host: a, user: u, flavor: mariadb}\ntarget: {host: b, user: u}\nstart: 3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5\n", []string{"start:", "MySQL GTID"}},
+		{"mode", base + "standby: {mode: warm}\n", []string{"standby.mode", "warm"}},
+		{"cold without group", base + "standby: {mode: cold}\n", []string{"standby.group: required"}},
+		{"hot with group", base + "standby: {mode: hot, group: g}\n", []string{"standby.group", "only cold"}},
+		{"state", base + "state: paused\n", []string{"state:", "paused"}},
+		{"batch", base + "apply: {batchRows: -1, maxTxnRows: 99999999999}\n", []string{"apply.batchRows: -1", "apply.maxTxnRows"}},
+		{"version", base + "version: 2\n", []string{"version: 2 is not supported"}},
+		{"checkpoint schema", base + "checkpointSchema: \"a b\"\n", []string{"checkpointSchema"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSpec([]byte(tc.doc))
+			if err == nil {
+				t.Fatalf("ParseSpec accepted:\n%s", tc.doc)
+			}
+			if !errors.Is(err, ErrInvalidSpec) {
+				t.Errorf("error %v does not wrap ErrInvalidSpec", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestStartPoints(t *testing.T) {
+	for _, tc := range []struct {
+		start, flavor string
+		ok            bool
+	}{
+		{"current", FlavorMySQL, true},
+		{"earliest", FlavorMariaDB, true},
+		{"mysql-bin.000003:4", FlavorMySQL, true},
+		{"binlog.000001:4294967295", FlavorMySQL, true},
+		{"binlog.000001:4294967296", FlavorMySQL, false},
+		{"mysql-bin:4", FlavorMySQL, false},
+		{"3E11FA47-71CA-11E1-9E33-C80AA9429562:23", FlavorMySQL, true},
+		{"3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5:11-18,2E11FA47-71CA-11E1-9E33-C80AA9429562:1-3", FlavorMySQL, true},
+		{"0-1-100", FlavorMariaDB, true},
+		{"0-1-100,1-2-7", FlavorMariaDB, true},
+		{"0-1", FlavorMariaDB, false},
+		{"", FlavorMySQL, false},
+	} {
+		err := checkStart(tc.start, tc.flavor)
+		if (err == nil) != tc.ok {
+			t.Errorf("checkStart(%q, %s) = %v; want ok %v", tc.start, tc.flavor, err, tc.ok)
+		}
+	}
+}
+
+func TestStoredSpecChecks(t *testing.T) {
+	sp, err := ParseSpec([]byte("name: t1\nsource: {host: a, user: u}\ntarget: {host: b, user: u}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeStoredSpec("t2", sp.Marshal()); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), `holds the spec of "t1"`) {
+		t.Errorf("spec of t1 under t2: %v", err)
+	}
+	if _, err := decodeStoredSpec("t1", nil); !errors.Is(err, ErrNoSpec) {
+		t.Errorf("empty node: %v, want ErrNoSpec", err)
+	}
+	if _, err := decodeStoredSpec("t1", []byte(`{"name":"t1","bogus":1}`)); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("unknown stored field: %v", err)
+	}
+}
+
+func TestResolvePassword(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(f, []byte("hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		e    Endpoint
+		want string
+		err  bool
+	}{
+		{Endpoint{Password: "inline"}, "inline", false},
+		{Endpoint{PasswordFile: f}, "hunter2", false},
+		{Endpoint{PasswordFile: f + ".missing"}, "", true},
+	} {
+		got, err := tc.e.ResolvePassword()
+		if got != tc.want || (err != nil) != tc.err {
+			t.Errorf("ResolvePassword(%+v) = %q, %v; want %q, error %v", tc.e, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestSeqOf(t *testing.T) {
+	for name, want := range map[string]int{
+		"host1-0000000007":   7,
+		"a-b-c-0000000012":   12,
+		"host1-7":            -1,
+		"nodash0000000007":   -1,
+		"host1-000000000x":   -1,
+		"db-1.example-00001": -1,
+	} {
+		if got := seqOf(name); got != want {
+			t.Errorf("seqOf(%q) = %d, want %d", name, got, want)
+		}
+	}
+}
