@@ -1,0 +1,154 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+)
+
+// The functions below are the administration of jobs — what `shepherd
+// ctl job` does — over any Session.
+
+// StoreJob validates j and writes it to /scheduler/jobs/<name>, replacing
+// a stored job of that name. Every scheduler picks it up.
+func StoreJob(ctx context.Context, s *recipe.Session, j Job) error {
+	if err := j.Validate(); err != nil {
+		return err
+	}
+	data := j.Encode()
+	return s.Retry(ctx, func() error {
+		if err := s.EnsurePath(ctx, JobsPath); err != nil {
+			return err
+		}
+		_, err := s.Create(ctx, JobPath(j.Name), data, zk.FlagPersistent, nil)
+		if errors.Is(err, zk.ErrNodeExists) {
+			_, err = s.Set(ctx, JobPath(j.Name), data, -1)
+		}
+		return err
+	})
+}
+
+// StoredJobs returns the jobs stored in /scheduler/jobs by name; a stored
+// job that does not decode is returned in bad with its error.
+func StoredJobs(ctx context.Context, s *recipe.Session) (jobs []Job, bad map[string]error, err error) {
+	var names []string
+	err = s.Retry(ctx, func() (err error) {
+		names, _, err = s.Children(ctx, JobsPath)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.Sort(names)
+	bad = map[string]error{}
+	for _, n := range names {
+		j, err := LoadJob(ctx, s, n)
+		switch {
+		case errors.Is(err, ErrNoSuchJob):
+		case errors.Is(err, ErrInvalidJob):
+			bad[n] = err
+		case err != nil:
+			return nil, nil, err
+		default:
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs, bad, nil
+}
+
+// LoadJob reads one stored job.
+func LoadJob(ctx context.Context, s *recipe.Session, name string) (Job, error) {
+	var data []byte
+	err := s.Retry(ctx, func() (err error) {
+		data, _, err = s.Get(ctx, JobPath(name))
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return Job{}, fmt.Errorf("%w: %q is not stored in %s", ErrNoSuchJob, name, JobsPath)
+	}
+	if err != nil {
+		return Job{}, err
+	}
+	return DecodeJob(data)
+}
+
+// RemoveJob deletes a stored job and its paused flag; its run history
+// stays until deleted with the runs.
+func RemoveJob(ctx context.Context, s *recipe.Session, name string) error {
+	err := s.Retry(ctx, func() error { return s.Delete(ctx, JobPath(name), -1) })
+	if errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("%w: %q is not stored in %s", ErrNoSuchJob, name, JobsPath)
+	}
+	if err != nil {
+		return err
+	}
+	return SetPaused(ctx, s, name, false)
+}
+
+// SetPaused pauses or resumes a job (stored or from a jobs file) on every
+// scheduler. A paused job does not fire; when resumed, the runs it missed
+// are caught up as after a downtime (StartingDeadline).
+func SetPaused(ctx context.Context, s *recipe.Session, name string, paused bool) error {
+	p := PausedPath + "/" + name
+	if !namePattern.MatchString(name) {
+		return fmt.Errorf("%w: job name %q", ErrInvalidJob, name)
+	}
+	return s.Retry(ctx, func() error {
+		if !paused {
+			err := s.Delete(ctx, p, -1)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			return err
+		}
+		if err := s.EnsurePath(ctx, PausedPath); err != nil {
+			return err
+		}
+		_, err := s.Create(ctx, p, nil, zk.FlagPersistent, nil)
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		return err
+	})
+}
+
+// Paused reports whether a job is paused.
+func Paused(ctx context.Context, s *recipe.Session, name string) (bool, error) {
+	var ok bool
+	err := s.Retry(ctx, func() (err error) {
+		ok, _, err = s.Exists(ctx, PausedPath+"/"+name)
+		return err
+	})
+	return ok, err
+}
+
+// Trigger asks the schedulers to run a job now, as a run of its own with
+// key "manual-<UTC time>", and returns that key. It runs once, on one
+// scheduler that knows the job, whether or not the job is paused.
+func Trigger(ctx context.Context, s *recipe.Session, name string, now time.Time) (string, error) {
+	if !namePattern.MatchString(name) {
+		return "", fmt.Errorf("%w: job name %q", ErrInvalidJob, name)
+	}
+	key := "manual-" + now.UTC().Format("20060102T150405.000Z")
+	data := []byte(now.Format(time.RFC3339Nano))
+	err := s.Retry(ctx, func() error {
+		if err := s.EnsurePath(ctx, TriggersPath); err != nil {
+			return err
+		}
+		_, err := s.Create(ctx, TriggersPath+"/"+name+"@"+key, data, zk.FlagPersistent, nil)
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil // our own create, whose reply was lost
+		}
+		return err
+	})
+	return key, err
+}

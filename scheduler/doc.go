@@ -1,0 +1,35 @@
+// Package scheduler is Shepherd's distributed cron: every scheduler
+// process fires the same jobs on the same cron schedules, and for each
+// scheduled time (a run, named by its run key) exactly one of them — the
+// one that creates /master_election/<job>/<run-key>/binding, an
+// ephemeral node — executes the job. The others watch; if the master's
+// session ends before it has written .../result, they elect again and the
+// run is retried, its attempt counted in .../attempts. A run with a
+// result is never executed again.
+//
+// The exactly-once argument, in short:
+//
+//   - The binding create is the election: ZooKeeper lets one session
+//     create a node, and deletes it when that session ends.
+//   - The master reads result after winning (a master that lost its
+//     session may have published one just before), and publishes its own
+//     result in a multi that checks the version of .../attempts it set
+//     when it started its attempt: every new master bumps that version
+//     before running, so a master whose session ended and whose run
+//     was taken over cannot publish.
+//   - A run whose result exists is done: every path checks result first.
+//
+// Jobs come from a YAML file (ParseJobs) and/or from
+// /scheduler/jobs/<job> (JSON). /scheduler/paused/<job> pauses a job and
+// /scheduler/triggers/<job>@<run-key> asks for a run now; both work for
+// jobs of either origin. docs/scheduler.md describes the guarantees,
+// configuration and failure behaviour.
+//
+// The package uses only coord/recipe's Session over go-zookeeper, so it
+// runs against `shepherd coord` and Apache ZooKeeper alike.
+//
+// # Concurrency
+//
+// Scheduler.mu guards the job table, in-flight runs and subscribers; it
+// is never held while calling the coordination server or a job.
+package scheduler

@@ -1,0 +1,17 @@
+package scheduler
+
+import "errors"
+
+var (
+	// ErrInvalidJob reports a job spec that cannot be scheduled; the
+	// wrapped message names the job and field.
+	ErrInvalidJob = errors.New("scheduler: invalid job")
+	// ErrNoSuchJob reports a job name that is neither configured nor stored.
+	ErrNoSuchJob = errors.New("scheduler: no such job")
+	// ErrNotMaster reports a result that could not be published because
+	// this process is no longer the master of the run (its session ended
+	// and another scheduler took the run over).
+	ErrNotMaster = errors.New("scheduler: no longer master of the run")
+	// ErrUnknownFunc reports a job naming a Go function nobody registered.
+	ErrUnknownFunc = errors.New("scheduler: unknown job function")
+)

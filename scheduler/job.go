@@ -1,0 +1,333 @@
+package scheduler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
+)
+
+// Policy is what a run does when an earlier run of the same job is still
+// running, as Kubernetes CronJob's concurrencyPolicy.
+type Policy string
+
+// Concurrency policies.
+const (
+	// Allow runs overlap.
+	Allow Policy = "allow"
+	// Forbid skips the new run (its result says "skipped").
+	Forbid Policy = "forbid"
+	// Replace stops the running run (its result says "replaced") and
+	// starts the new one.
+	Replace Policy = "replace"
+)
+
+// Defaults applied to a job's zero fields.
+const (
+	DefaultHistoryLimit = 10
+	DefaultRetryBackoff = 10 * time.Second
+	// DefaultLateGrace is how late a scheduler may fire a run when the job
+	// has no StartingDeadline before the run counts as missed: a process
+	// stalled for longer must not start yesterday's run by surprise.
+	DefaultLateGrace = time.Minute
+	// MaxTakeovers is how many times a run is taken over after its master
+	// died, beyond the job's retries: a job that kills its host every
+	// time must not kill the whole cluster one host at a time.
+	MaxTakeovers = 3
+)
+
+// Job is one scheduled job. It is the YAML of a jobs file entry and the
+// JSON of /scheduler/jobs/<job>.
+type Job struct {
+	// Version is the schema version of the stored JSON.
+	Version int `json:"version" yaml:"version,omitempty"`
+	// Name names the job: letters, digits, '.', '_' and '-'.
+	Name string `json:"name" yaml:"name"`
+	// Schedule is a cron expression: 5 fields (minute first) or 6
+	// (seconds first), a descriptor (@daily, @hourly, @every 90s …),
+	// optionally prefixed by CRON_TZ=<zone>.
+	Schedule string `json:"schedule" yaml:"schedule"`
+	// TimeZone is the IANA zone the schedule and run keys are read in;
+	// empty means UTC.
+	TimeZone string `json:"timeZone,omitempty" yaml:"timeZone,omitempty"`
+	// Command and Args are the program run; exactly one of Command and
+	// Func is set.
+	Command string   `json:"command,omitempty" yaml:"command,omitempty"`
+	Args    []string `json:"args,omitempty" yaml:"args,omitempty"`
+	// Func names a Go function registered with Scheduler.RegisterFunc.
+	Func string `json:"func,omitempty" yaml:"func,omitempty"`
+	// Env is added to the scheduler's environment for the command.
+	Env map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
+	// Dir is the command's working directory; empty: the scheduler's.
+	Dir string `json:"dir,omitempty" yaml:"dir,omitempty"`
+	// Timeout bounds one attempt; the command's whole process group is
+	// killed when it passes. Zero: no bound.
+	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	// Retries is how many times a failed attempt is retried.
+	Retries int `json:"retries,omitempty" yaml:"retries,omitempty"`
+	// RetryBackoff is the wait before the first retry, doubled for each
+	// further one. Zero: DefaultRetryBackoff.
+	RetryBackoff Duration `json:"retryBackoff,omitempty" yaml:"retryBackoff,omitempty"`
+	// ConcurrencyPolicy is allow (the default), forbid or replace.
+	ConcurrencyPolicy Policy `json:"concurrencyPolicy,omitempty" yaml:"concurrencyPolicy,omitempty"`
+	// StartingDeadline is how late a run may start: a run missed while
+	// every scheduler was down is run once by the first scheduler back
+	// within this long of its scheduled time, and recorded as missed
+	// after. Zero: missed runs are only recorded, and a run fired more
+	// than DefaultLateGrace late is missed.
+	StartingDeadline Duration `json:"startingDeadline,omitempty" yaml:"startingDeadline,omitempty"`
+	// HistoryLimit is how many finished runs are kept under
+	// /master_election/<job>. Zero: DefaultHistoryLimit.
+	HistoryLimit int `json:"historyLimit,omitempty" yaml:"historyLimit,omitempty"`
+}
+
+// Duration is a time.Duration written as Go writes durations ("90s",
+// "1h30m") in YAML and JSON.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes d as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string, or a number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("duration: want a string such as \"90s\", got %s", b)
+		}
+		*d = Duration(n)
+		return nil
+	}
+	return d.parse(s)
+}
+
+// UnmarshalYAML reads a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: duration: want a string such as \"90s\"", n.Line)
+	}
+	if err := d.parse(s); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return nil
+}
+
+// MarshalYAML writes d as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+func (d *Duration) parse(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: want a number with a unit such as 90s or 1h30m", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// jobsFile is the YAML document given to --jobs.
+type jobsFile struct {
+	Jobs []Job `yaml:"jobs"`
+}
+
+// ParseJobs reads a jobs file — a YAML document with a "jobs" list — and
+// validates every job. Errors name the job and field.
+func ParseJobs(data []byte) ([]Job, error) {
+	var f jobsFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%w: jobs file: %v", ErrInvalidJob, err)
+	}
+	seen := map[string]bool{}
+	for i := range f.Jobs {
+		j := &f.Jobs[i]
+		if err := j.Validate(); err != nil {
+			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
+		}
+		if seen[j.Name] {
+			return nil, fmt.Errorf("%w: jobs[%d]: name %q is used twice", ErrInvalidJob, i, j.Name)
+		}
+		seen[j.Name] = true
+	}
+	return f.Jobs, nil
+}
+
+// DecodeJob reads a stored job's JSON and validates it.
+func DecodeJob(data []byte) (Job, error) {
+	var j Job
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return Job{}, fmt.Errorf("%w: %v", ErrInvalidJob, err)
+	}
+	return j, j.Validate()
+}
+
+// Encode returns the job's stored JSON.
+func (j Job) Encode() []byte {
+	j.Version = 1
+	b, _ := json.MarshalIndent(j, "", "  ") // a Job always marshals
+	return b
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
+
+// Validate checks the job; the error names the job and the first bad field.
+func (j *Job) Validate() error {
+	_, err := compile(*j)
+	return err
+}
+
+// plan is a validated job with its schedule compiled.
+type plan struct {
+	Job
+	sched cron.Schedule
+	loc   *time.Location
+	daily bool // at most one run per local date: run keys are dates
+}
+
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+func compile(j Job) (*plan, error) {
+	bad := func(field, format string, args ...any) (*plan, error) {
+		return nil, fmt.Errorf("%w: job %q: %s: %s", ErrInvalidJob, j.Name, field, fmt.Sprintf(format, args...))
+	}
+	if !namePattern.MatchString(j.Name) || j.Name == "." || j.Name == ".." {
+		return bad("name", "want 1-128 letters, digits, '.', '_' or '-', not starting with '.' or '-'")
+	}
+	expr := strings.TrimSpace(j.Schedule)
+	zone := j.TimeZone
+	for _, pre := range []string{"CRON_TZ=", "TZ="} {
+		if rest, ok := strings.CutPrefix(expr, pre); ok {
+			z, e, _ := strings.Cut(rest, " ")
+			if zone != "" && zone != z {
+				return bad("schedule", "zone %s conflicts with timeZone %s", z, zone)
+			}
+			zone, expr = z, strings.TrimSpace(e)
+		}
+	}
+	if expr == "" {
+		return bad("schedule", "empty: want a cron expression such as \"0 3 * * *\" or \"@daily\"")
+	}
+	loc := time.UTC
+	if zone != "" {
+		var err error
+		if loc, err = time.LoadLocation(zone); err != nil {
+			return bad("timeZone", "unknown zone %q: want an IANA name such as Europe/Paris", zone)
+		}
+	}
+	sched, err := cronParser.Parse(expr)
+	if err != nil {
+		return bad("schedule", "%q: %v (want 5 fields, 6 with seconds first, or @daily/@every 1h…)", j.Schedule, err)
+	}
+	switch s := sched.(type) {
+	case cron.ConstantDelaySchedule:
+		// Each process would count @every from its own start; anchor it
+		// to the epoch so that every scheduler fires at the same times.
+		sched = anchoredEvery{s.Delay}
+	case *cron.SpecSchedule:
+		s.Location = loc
+	}
+	switch {
+	case j.Command == "" && j.Func == "":
+		return bad("command", "missing: set command (a program) or func (a registered Go function)")
+	case j.Command != "" && j.Func != "":
+		return bad("func", "set either command or func, not both")
+	case j.Func != "" && (len(j.Args) > 0 || len(j.Env) > 0 || j.Dir != ""):
+		return bad("func", "args, env and dir apply to commands only")
+	case j.Timeout < 0:
+		return bad("timeout", "negative")
+	case j.Retries < 0:
+		return bad("retries", "negative")
+	case j.RetryBackoff < 0:
+		return bad("retryBackoff", "negative")
+	case j.StartingDeadline < 0:
+		return bad("startingDeadline", "negative")
+	case j.HistoryLimit < 0:
+		return bad("historyLimit", "negative")
+	}
+	switch j.ConcurrencyPolicy {
+	case "", Allow, Forbid, Replace:
+	default:
+		return bad("concurrencyPolicy", "%q: want allow, forbid or replace", j.ConcurrencyPolicy)
+	}
+	for k := range j.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return bad("env", "bad variable name %q", k)
+		}
+	}
+	p := &plan{Job: j, sched: sched, loc: loc}
+	if p.ConcurrencyPolicy == "" {
+		p.ConcurrencyPolicy = Allow
+	}
+	if p.HistoryLimit == 0 {
+		p.HistoryLimit = DefaultHistoryLimit
+	}
+	if p.RetryBackoff == 0 {
+		p.RetryBackoff = Duration(DefaultRetryBackoff)
+	}
+	if next := sched.Next(time.Now()); next.IsZero() {
+		return bad("schedule", "%q never fires", j.Schedule)
+	}
+	p.daily = isDaily(sched, loc)
+	return p, nil
+}
+
+// anchoredEvery is @every counted from the Unix epoch.
+type anchoredEvery struct{ d time.Duration }
+
+func (a anchoredEvery) Next(t time.Time) time.Time {
+	return t.Truncate(a.d).Add(a.d)
+}
+
+// isDaily reports whether a schedule never fires twice on one local date,
+// judged over its next 16 activations.
+func isDaily(s cron.Schedule, loc *time.Location) bool {
+	t := time.Date(2026, 1, 1, 0, 0, 0, 0, loc).Add(-time.Nanosecond)
+	seen := map[string]bool{}
+	for range 16 {
+		t = s.Next(t)
+		if t.IsZero() {
+			return true
+		}
+		d := t.In(loc).Format(time.DateOnly)
+		if seen[d] {
+			return false
+		}
+		seen[d] = true
+	}
+	return true
+}
+
+// runKeyLayout names a sub-daily run: its local time with the zone offset,
+// so that the repeated hour at the end of daylight saving time does not
+// reuse a key.
+const runKeyLayout = "2006-01-02T15:04:05Z0700"
+
+// RunKey returns the run key of the run scheduled at t: the local date
+// for jobs that run at most daily (as the seeds' 2026-11-22), the local
+// time with offset otherwise.
+func (p *plan) RunKey(t time.Time) string {
+	if p.daily {
+		return t.In(p.loc).Format(time.DateOnly)
+	}
+	return t.In(p.loc).Format(runKeyLayout)
+}
+
+// lateLimit is how late a run may start.
+func (p *plan) lateLimit() time.Duration {
+	if p.StartingDeadline > 0 {
+		return p.StartingDeadline.D()
+	}
+	return DefaultLateGrace
+}

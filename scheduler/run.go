@@ -1,0 +1,507 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+)
+
+// replaceWait bounds how long a replace-policy run waits for the run it
+// stopped to publish its result before starting anyway.
+const replaceWait = 30 * time.Second
+
+// settle runs one run of p to its end on this scheduler: it either wins
+// the election and executes the run, or watches the master until the run
+// has a result — electing again when the master dies first. It returns
+// the result, which every scheduler thus learns. missedOnly records the
+// run as missed, if nobody has settled it yet, instead of running it.
+func (sc *Scheduler) settle(ctx context.Context, p *plan, key string, scheduled time.Time, missedOnly bool) (Result, error) {
+	s := sc.sess
+	if err := s.Retry(ctx, func() error { return s.EnsurePath(ctx, RunPath(p.Name, key)) }); err != nil {
+		return Result{}, fmt.Errorf("scheduler: job %s run %s: %w", p.Name, key, err)
+	}
+	for {
+		if r, ok, err := ReadResult(ctx, s, p.Name, key); err != nil || ok {
+			return r, err
+		}
+		won, err := sc.elect(ctx, p.Name, key, scheduled)
+		if err != nil {
+			return Result{}, err
+		}
+		if won {
+			r, err := sc.master(ctx, p, key, scheduled, missedOnly)
+			if err != nil && !errors.Is(err, ErrNotMaster) && ctx.Err() == nil {
+				// The server kept failing us: let another scheduler try
+				// rather than hold the run until this session ends.
+				sc.resign(ctx, p.Name, key)
+			}
+			if err == nil || !errors.Is(err, ErrNotMaster) {
+				return r, err
+			}
+			sc.log.Warn("lost the run while master; another scheduler takes over", "job", p.Name, "run", key, "err", err)
+			// Wait for a new session before standing again.
+			if err := sc.awaitConnected(ctx); err != nil {
+				return Result{}, err
+			}
+			continue
+		}
+		if err := sc.watchMaster(ctx, p.Name, key); err != nil {
+			return Result{}, err
+		}
+	}
+}
+
+// elect tries to create the run's binding. A create whose reply was lost
+// may have succeeded: a binding owned by our session is ours.
+func (sc *Scheduler) elect(ctx context.Context, job, key string, scheduled time.Time) (bool, error) {
+	s := sc.sess
+	data, _ := json.Marshal(binding{Version: 1, Host: sc.host, PID: sc.pid, Scheduled: scheduled})
+	err := s.Retry(ctx, func() error {
+		_, err := s.Create(ctx, BindingPath(job, key), data, zk.FlagEphemeral, nil)
+		if errors.Is(err, zk.ErrNodeExists) {
+			_, st, gerr := s.Get(ctx, BindingPath(job, key))
+			switch {
+			case errors.Is(gerr, zk.ErrNoNode):
+				return errRetryElect
+			case gerr != nil:
+				return gerr
+			case st.EphemeralOwner == s.ID():
+				return nil
+			}
+		}
+		return err
+	})
+	switch {
+	case err == nil:
+		sc.metrics.elections.WithLabelValues(job, "won").Inc()
+		return true, nil
+	case errors.Is(err, zk.ErrNodeExists), errors.Is(err, errRetryElect):
+		sc.metrics.elections.WithLabelValues(job, "lost").Inc()
+		return false, nil
+	}
+	return false, fmt.Errorf("scheduler: job %s run %s: elect: %w", job, key, err)
+}
+
+var errRetryElect = errors.New("binding vanished")
+
+// binding is the data of a run's binding: who is master, and of which
+// scheduled time (concurrency policies compare runs by it).
+type binding struct {
+	Version   int       `json:"version"`
+	Host      string    `json:"host"`
+	PID       int       `json:"pid"`
+	Scheduled time.Time `json:"scheduled"`
+}
+
+// watchMaster waits until the run's binding is gone (its master finished
+// or died) or its result exists.
+func (sc *Scheduler) watchMaster(ctx context.Context, job, key string) error {
+	s := sc.sess
+	for {
+		var ok bool
+		var bch, rch <-chan zk.Event
+		err := s.Retry(ctx, func() (err error) {
+			ok, _, bch, err = s.ExistsW(ctx, BindingPath(job, key))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("scheduler: job %s run %s: watch master: %w", job, key, err)
+		}
+		if !ok {
+			return nil
+		}
+		err = s.Retry(ctx, func() (err error) {
+			ok, _, rch, err = s.ExistsW(ctx, ResultPath(job, key))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("scheduler: job %s run %s: watch result: %w", job, key, err)
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-bch:
+		case <-rch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// master executes the run as its elected master and publishes the result.
+// It returns ErrNotMaster if the session ended before the result was
+// published.
+func (sc *Scheduler) master(ctx context.Context, p *plan, key string, scheduled time.Time, missedOnly bool) (Result, error) {
+	s := sc.sess
+	job := p.Name
+	log := sc.log.With("job", job, "run", key)
+	// A master that lost its session may have published just before its
+	// binding went away.
+	if r, ok, err := ReadResult(ctx, s, job, key); err != nil || ok {
+		sc.resign(ctx, job, key)
+		return r, err
+	}
+	// The run belongs to this session: end it when the session is lost.
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopListen := s.Listen(func(st recipe.State) {
+		if st == recipe.StateLost || st == recipe.StateClosed {
+			cancel(ErrNotMaster)
+		}
+	})
+	defer stopListen()
+
+	a, aver, err := sc.readAttempts(runCtx, job, key)
+	if err != nil {
+		return Result{}, sc.masterErr(runCtx, err)
+	}
+	base := Result{Version: 1, Job: job, RunKey: key, Scheduled: scheduled, Host: sc.host, Attempt: a.Attempts}
+	if a.Attempts == 0 {
+		if late := sc.now().Sub(scheduled); missedOnly || (!isManual(key) && late > p.lateLimit()) {
+			base.Status = Missed
+			base.Error = fmt.Sprintf("not started within %v of its scheduled time (%v late)", p.lateLimit(), late.Round(time.Second))
+			if missedOnly {
+				base.Error = "missed while no scheduler was up; only the latest missed run is started"
+			}
+			return sc.publish(runCtx, p, base, aver)
+		}
+		if r, done, err := sc.applyPolicy(runCtx, p, key, base, aver); done || err != nil {
+			return r, err
+		}
+	} else {
+		// An attempt was started and never ended: its master died.
+		sc.metrics.takeovers.WithLabelValues(job).Inc()
+		if a.Attempts-a.Failures >= 1+MaxTakeovers {
+			base.Status = Abandoned
+			base.Error = fmt.Sprintf("its master died %d times", a.Attempts-a.Failures)
+			return sc.publish(runCtx, p, base, aver)
+		}
+	}
+	stopWatch := sc.watchCancel(runCtx, cancel, job, key)
+	defer stopWatch()
+	for {
+		a.Attempts++
+		a.Host = sc.host
+		if aver, err = sc.writeAttempts(runCtx, job, key, a, aver); err != nil {
+			return Result{}, sc.masterErr(runCtx, err)
+		}
+		// A master that lost its session just before this one won may have
+		// published since the first check.
+		if r, ok, err := ReadResult(runCtx, s, job, key); err != nil || ok {
+			sc.resign(ctx, job, key)
+			return r, sc.masterErr(runCtx, err)
+		}
+		run := Run{Job: job, RunKey: key, Scheduled: scheduled, Attempt: a.Attempts}
+		log.Info("running", "attempt", a.Attempts)
+		o := sc.execute(runCtx, p, run, sc.logPath(job, key))
+		sc.metrics.duration.WithLabelValues(job).Observe(o.end.Sub(o.start).Seconds())
+		if errors.Is(context.Cause(runCtx), ErrNotMaster) {
+			return Result{}, ErrNotMaster
+		}
+		if ctx.Err() != nil {
+			// Shutting down: hand the run to another scheduler (it counts
+			// this attempt) rather than record a failure it did not have.
+			sc.resign(context.WithoutCancel(ctx), job, key)
+			return Result{}, ctx.Err()
+		}
+		r := base
+		r.Attempt, r.Status, r.ExitCode, r.Start, r.End, r.Output, r.Data = a.Attempts, o.status, o.exitCode, o.start, o.end, o.output, o.data
+		r.LogFile = sc.logPath(job, key)
+		if o.err != nil {
+			r.Error = o.err.Error()
+		}
+		if o.status == Succeeded || o.status == Replaced || a.Failures >= p.Retries {
+			log.Info("run ended", "status", r.Status, "attempt", r.Attempt)
+			return sc.publish(runCtx, p, r, aver)
+		}
+		// Recorded now, so that a master taking over during the backoff
+		// counts this failure against the retries.
+		a.Failures++
+		if aver, err = sc.writeAttempts(runCtx, job, key, a, aver); err != nil {
+			return Result{}, sc.masterErr(runCtx, err)
+		}
+		wait := p.RetryBackoff.D() << min(a.Failures-1, 16)
+		log.Warn("attempt failed; retrying", "attempt", a.Attempts, "status", o.status, "err", o.err, "backoff", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-runCtx.Done():
+			t.Stop()
+			switch {
+			case errors.Is(context.Cause(runCtx), ErrNotMaster):
+				return Result{}, ErrNotMaster
+			case ctx.Err() != nil:
+				sc.resign(context.WithoutCancel(ctx), job, key)
+				return Result{}, ctx.Err()
+			}
+			r.Status, r.Error = Replaced, "stopped by a later run (concurrencyPolicy replace) while waiting to retry"
+			return sc.publish(runCtx, p, r, aver)
+		}
+	}
+}
+
+func isManual(key string) bool { return len(key) > 7 && key[:7] == "manual-" }
+
+// masterErr maps a failure during mastership: after a lost session it is
+// ErrNotMaster.
+func (sc *Scheduler) masterErr(runCtx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(runCtx), ErrNotMaster) {
+		return ErrNotMaster
+	}
+	return err
+}
+
+func (sc *Scheduler) readAttempts(ctx context.Context, job, key string) (attempts, int32, error) {
+	s := sc.sess
+	var data []byte
+	var st *zk.Stat
+	err := s.Retry(ctx, func() (err error) {
+		data, st, err = s.Get(ctx, attemptsPath(job, key))
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return attempts{Version: 1}, -1, nil
+	}
+	if err != nil {
+		return attempts{}, 0, err
+	}
+	var a attempts
+	if err := json.Unmarshal(data, &a); err != nil {
+		return attempts{}, 0, fmt.Errorf("scheduler: attempts of %s/%s: %w", job, key, err)
+	}
+	return a, st.Version, nil
+}
+
+// writeAttempts stores a at version ver (-1: create) and returns the new
+// version. A conflict means another master took over: ErrNotMaster.
+func (sc *Scheduler) writeAttempts(ctx context.Context, job, key string, a attempts, ver int32) (int32, error) {
+	s := sc.sess
+	a.Version = 1
+	data, _ := json.Marshal(a)
+	var nv int32
+	err := s.Retry(ctx, func() error {
+		if ver < 0 {
+			_, err := s.Create(ctx, attemptsPath(job, key), data, zk.FlagPersistent, nil)
+			if errors.Is(err, zk.ErrNodeExists) {
+				// Ours, if a lost reply hid our own create.
+				got, st, gerr := s.Get(ctx, attemptsPath(job, key))
+				if gerr == nil && string(got) == string(data) && st.Version == 0 {
+					return nil
+				}
+				return ErrNotMaster
+			}
+			return err
+		}
+		st, err := s.Set(ctx, attemptsPath(job, key), data, ver)
+		if errors.Is(err, zk.ErrBadVersion) {
+			got, st2, gerr := s.Get(ctx, attemptsPath(job, key))
+			if gerr == nil && string(got) == string(data) && st2.Version == ver+1 {
+				nv = st2.Version
+				return nil
+			}
+			return ErrNotMaster
+		}
+		if err == nil {
+			nv = st.Version
+		}
+		return err
+	})
+	if ver < 0 && err == nil {
+		nv = 0
+	}
+	return nv, err
+}
+
+// publish writes the result — only if .../attempts is still at the version
+// this master set, so that a master whose run was taken over cannot — and
+// gives up the binding.
+func (sc *Scheduler) publish(ctx context.Context, p *plan, r Result, aver int32) (Result, error) {
+	s := sc.sess
+	r.Version = 1
+	data, _ := json.Marshal(r)
+	ops := []any{&zk.CreateRequest{Path: ResultPath(r.Job, r.RunKey), Data: data, Flags: zk.FlagPersistent}}
+	if aver >= 0 {
+		ops = append([]any{&zk.CheckVersionRequest{Path: attemptsPath(r.Job, r.RunKey), Version: aver}}, ops...)
+	} else {
+		// No attempt started: the binding must still be this session's.
+		ops = append([]any{&zk.CheckVersionRequest{Path: BindingPath(r.Job, r.RunKey), Version: 0}}, ops...)
+	}
+	// Published even when ctx ended (shutdown after the command ended):
+	// the run happened and must not run again.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	err := s.Retry(pctx, func() error {
+		_, err := s.Multi(pctx, ops...)
+		if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+			// Our own earlier try may have gone through.
+			got, ok, rerr := ReadResult(pctx, s, r.Job, r.RunKey)
+			if rerr == nil && ok && got.Host == r.Host && got.Attempt == r.Attempt && got.Start.Equal(r.Start) {
+				return nil
+			}
+			return ErrNotMaster
+		}
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotMaster) {
+			return Result{}, ErrNotMaster
+		}
+		return Result{}, fmt.Errorf("scheduler: job %s run %s: publish result: %w", r.Job, r.RunKey, err)
+	}
+	sc.metrics.runs.WithLabelValues(r.Job, string(r.Status)).Inc()
+	sc.resign(pctx, r.Job, r.RunKey)
+	sc.cleanup(pctx, p)
+	return r, nil
+}
+
+// resign deletes the binding, so that watchers look at the result now
+// rather than when the session ends.
+func (sc *Scheduler) resign(ctx context.Context, job, key string) {
+	err := sc.sess.Retry(ctx, func() error {
+		err := sc.sess.Delete(ctx, BindingPath(job, key), 0)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		sc.log.Warn("cannot delete binding; it goes with the session", "job", job, "run", key, "err", err)
+	}
+}
+
+// watchCancel ends the run (as Replaced) when a later run of a replace
+// job creates its cancel node.
+func (sc *Scheduler) watchCancel(ctx context.Context, cancel context.CancelCauseFunc, job, key string) (stop func()) {
+	wctx, wcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s := sc.sess
+		for wctx.Err() == nil {
+			ok, _, ch, err := s.ExistsW(wctx, cancelPath(job, key))
+			if ok {
+				sc.log.Info("replaced by a later run", "job", job, "run", key)
+				cancel(stopCause{Replaced})
+				return
+			}
+			if err != nil {
+				if sc.sleep(wctx, time.Second) != nil {
+					return
+				}
+				continue
+			}
+			select {
+			case <-ch:
+			case <-wctx.Done():
+			}
+		}
+	}()
+	return func() { wcancel(); <-done }
+}
+
+// applyPolicy enforces the concurrency policy before a run's first
+// attempt. done reports that the run ended here (skipped).
+func (sc *Scheduler) applyPolicy(ctx context.Context, p *plan, key string, base Result, aver int32) (Result, bool, error) {
+	if p.ConcurrencyPolicy == Allow {
+		return Result{}, false, nil
+	}
+	active, err := sc.activeRuns(ctx, p.Name, key, base.Scheduled)
+	if err != nil || len(active) == 0 {
+		return Result{}, false, err
+	}
+	if p.ConcurrencyPolicy == Forbid {
+		base.Status = Skipped
+		base.Error = fmt.Sprintf("run %s was still running (concurrencyPolicy forbid)", active[0])
+		r, err := sc.publish(ctx, p, base, aver)
+		return r, true, err
+	}
+	s := sc.sess
+	for _, k := range active {
+		err := s.Retry(ctx, func() error {
+			_, err := s.Create(ctx, cancelPath(p.Name, k), nil, zk.FlagPersistent, nil)
+			if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return Result{}, false, err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, replaceWait)
+	defer cancel()
+	for _, k := range active {
+		if err := sc.watchMaster(wctx, p.Name, k); err != nil && ctx.Err() == nil {
+			sc.log.Warn("replaced run did not stop in time; starting anyway", "job", p.Name, "run", k, "after", replaceWait)
+		}
+	}
+	return Result{}, false, ctx.Err()
+}
+
+// activeRuns lists the job's runs scheduled before (key, scheduled) that
+// have a master and no result. Only earlier runs count, as in
+// Kubernetes: two runs starting together cannot both skip each other.
+func (sc *Scheduler) activeRuns(ctx context.Context, job, key string, scheduled time.Time) ([]string, error) {
+	runs, err := Runs(ctx, sc.sess, job)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range runs {
+		if r.RunKey == key || !r.Running || r.Result != nil {
+			continue
+		}
+		var data []byte
+		err := sc.sess.Retry(ctx, func() (err error) {
+			data, _, err = sc.sess.Get(ctx, BindingPath(job, r.RunKey))
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // it just ended
+		}
+		if err != nil {
+			return nil, err
+		}
+		var b binding
+		if err := json.Unmarshal(data, &b); err != nil {
+			return nil, fmt.Errorf("scheduler: binding of %s/%s: %w", job, r.RunKey, err)
+		}
+		if b.Scheduled.Before(scheduled) || (b.Scheduled.Equal(scheduled) && r.RunKey < key) {
+			out = append(out, r.RunKey)
+		}
+	}
+	return out, nil
+}
+
+// logPath is the local log file of a run.
+func (sc *Scheduler) logPath(job, key string) string {
+	return filepath.Join(sc.logDir, job, key+".log")
+}
+
+func (sc *Scheduler) awaitConnected(ctx context.Context) error {
+	for !sc.sess.State().Connected() {
+		if err := sc.sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (sc *Scheduler) sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

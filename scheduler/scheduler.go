@@ -1,0 +1,513 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+)
+
+// Defaults of Options.
+const (
+	DefaultResync = 30 * time.Second
+	// maxCatchUp bounds how many missed runs a returning scheduler
+	// enumerates per job; older ones are only counted in the log.
+	maxCatchUp = 1000
+)
+
+// Options configures a Scheduler. The zero value works.
+type Options struct {
+	// Jobs are the jobs of a jobs file (ParseJobs); stored jobs
+	// (/scheduler/jobs) are added to them, and win on a name clash.
+	Jobs []Job
+	// Host names this scheduler in results; default the hostname.
+	Host string
+	// LogDir holds the per-run log files, <LogDir>/<job>/<run-key>.log;
+	// default <temp dir>/shepherd-scheduler.
+	LogDir string
+	// Logger receives the scheduler's log; default slog.Default().
+	Logger *slog.Logger
+	// Resync is how often stored jobs are re-read even without a watch
+	// event; default DefaultResync.
+	Resync time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Registerer, if set, gets the scheduler's Prometheus metrics
+	// (shepherd_scheduler_*).
+	Registerer prometheus.Registerer
+}
+
+// Scheduler fires jobs on their schedules and runs each run exactly once
+// across all schedulers sharing the coordination server.
+type Scheduler struct {
+	sess   *recipe.Session
+	opts   Options
+	host   string
+	pid    int
+	logDir string
+	log    *slog.Logger
+	now    func() time.Time
+
+	runs    sync.WaitGroup // settle calls in flight
+	metrics *metrics
+
+	mu       sync.Mutex
+	funcs    map[string]JobFunc
+	subs     map[int]chan Result
+	nextSub  int
+	inflight map[string]bool // job + "/" + run key settling here
+}
+
+// New returns a Scheduler over s. It checks the file jobs; a bad one is
+// an error naming it.
+func New(s *recipe.Session, opts Options) (*Scheduler, error) {
+	seen := map[string]bool{}
+	for _, j := range opts.Jobs {
+		if err := j.Validate(); err != nil {
+			return nil, err
+		}
+		if seen[j.Name] {
+			return nil, fmt.Errorf("%w: name %q is used twice", ErrInvalidJob, j.Name)
+		}
+		seen[j.Name] = true
+	}
+	if opts.Host == "" {
+		opts.Host, _ = os.Hostname()
+	}
+	if opts.LogDir == "" {
+		opts.LogDir = filepath.Join(os.TempDir(), "shepherd-scheduler")
+	}
+	// Results name the log file for `ctl job logs`, run from anywhere.
+	if abs, err := filepath.Abs(opts.LogDir); err == nil {
+		opts.LogDir = abs
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Resync <= 0 {
+		opts.Resync = DefaultResync
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: register metrics: %w", err)
+	}
+	return &Scheduler{
+		metrics: m, sess: s, opts: opts, host: opts.Host, pid: os.Getpid(), logDir: opts.LogDir,
+		log: opts.Logger.With("scheduler", opts.Host), now: opts.Now,
+		funcs: map[string]JobFunc{}, subs: map[int]chan Result{}, inflight: map[string]bool{},
+	}, nil
+}
+
+// RegisterFunc makes fn the job function named name (Job.Func).
+func (sc *Scheduler) RegisterFunc(name string, fn JobFunc) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.funcs[name] = fn
+}
+
+// Subscribe returns a channel of the results of every run this scheduler
+// settles — run by it or by another master — and a function that ends
+// the subscription. Results are dropped, with a warning, when the
+// channel's buffer of buf is full.
+func (sc *Scheduler) Subscribe(buf int) (<-chan Result, func()) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	id := sc.nextSub
+	sc.nextSub++
+	ch := make(chan Result, buf)
+	sc.subs[id] = ch
+	return ch, func() {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		if _, ok := sc.subs[id]; ok {
+			delete(sc.subs, id)
+			close(ch)
+		}
+	}
+}
+
+func (sc *Scheduler) notify(r Result) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for _, ch := range sc.subs {
+		select {
+		case ch <- r:
+		default:
+			sc.log.Warn("result subscriber is full; result dropped", "job", r.Job, "run", r.RunKey)
+		}
+	}
+}
+
+// Run schedules until ctx ends, then waits for the runs in flight to
+// stop (a master hands its run over rather than record a failure).
+func (sc *Scheduler) Run(ctx context.Context) error {
+	s := sc.sess
+	for _, p := range []string{JobsPath, PausedPath, TriggersPath, ElectionRoot} {
+		if err := s.Retry(ctx, func() error { return s.EnsurePath(ctx, p) }); err != nil {
+			return fmt.Errorf("scheduler: create %s: %w", p, err)
+		}
+	}
+	loops := map[string]*jobLoop{}
+	defer func() {
+		for _, l := range loops {
+			l.stop()
+		}
+		sc.runs.Wait()
+	}()
+	kick := make(chan struct{}, 1)
+	for {
+		iter, cancelIter := context.WithCancel(ctx)
+		st, err := sc.readState(iter, kick)
+		if err != nil && ctx.Err() == nil {
+			sc.log.Warn("cannot read stored jobs; keeping the current ones", "err", err)
+		}
+		if err == nil {
+			sc.reconcile(ctx, loops, st)
+		}
+		t := time.NewTimer(sc.opts.Resync)
+		select {
+		case <-kick:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		cancelIter()
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// state is what the scheduler should be doing.
+type state struct {
+	jobs     map[string]*plan
+	paused   map[string]bool
+	triggers map[string]string // trigger node name -> scheduled time (RFC 3339)
+}
+
+// readState reads stored jobs, paused jobs and triggers, watching each;
+// a watch event kicks.
+func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, error) {
+	s := sc.sess
+	st := state{jobs: map[string]*plan{}, paused: map[string]bool{}, triggers: map[string]string{}}
+	for _, j := range sc.opts.Jobs {
+		p, _ := compile(j) // validated by New
+		st.jobs[j.Name] = p
+	}
+	forward := func(ch <-chan zk.Event) {
+		go func() {
+			select {
+			case <-ch:
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
+			case <-ctx.Done():
+			}
+		}()
+	}
+	children := func(path string) ([]string, error) {
+		var names []string
+		var ch <-chan zk.Event
+		err := s.Retry(ctx, func() (err error) {
+			names, _, ch, err = s.ChildrenW(ctx, path)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		forward(ch)
+		return names, nil
+	}
+	names, err := children(JobsPath)
+	if err != nil {
+		return st, err
+	}
+	for _, n := range names {
+		var data []byte
+		var ch <-chan zk.Event
+		err := s.Retry(ctx, func() (err error) {
+			data, _, ch, err = s.GetW(ctx, JobPath(n))
+			return err
+		})
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return st, err
+		}
+		forward(ch)
+		j, err := DecodeJob(data)
+		if err == nil && j.Name != n {
+			err = fmt.Errorf("%w: stored at %s but named %q", ErrInvalidJob, JobPath(n), j.Name)
+		}
+		if err != nil {
+			sc.log.Error("ignoring stored job", "path", JobPath(n), "err", err)
+			continue
+		}
+		if _, ok := st.jobs[n]; ok {
+			sc.log.Warn("stored job overrides the jobs file's", "job", n)
+		}
+		st.jobs[n], _ = compile(j)
+	}
+	if names, err = children(PausedPath); err != nil {
+		return st, err
+	}
+	for _, n := range names {
+		st.paused[n] = true
+	}
+	if names, err = children(TriggersPath); err != nil {
+		return st, err
+	}
+	for _, n := range names {
+		var data []byte
+		err := s.Retry(ctx, func() (err error) {
+			data, _, err = s.Get(ctx, TriggersPath+"/"+n)
+			return err
+		})
+		if err == nil {
+			st.triggers[n] = string(data)
+		}
+	}
+	return st, nil
+}
+
+// jobLoop fires one job's schedule.
+type jobLoop struct {
+	spec   string // the plan's JSON, to notice changes
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (l *jobLoop) stop() { l.cancel(); <-l.done }
+
+func (sc *Scheduler) reconcile(ctx context.Context, loops map[string]*jobLoop, st state) {
+	for name, l := range loops {
+		p, ok := st.jobs[name]
+		if !ok || st.paused[name] || string(p.Encode()) != l.spec {
+			l.stop()
+			delete(loops, name)
+			sc.log.Info("job stopped", "job", name, "removed", !ok, "paused", st.paused[name])
+		}
+	}
+	for name, p := range st.jobs {
+		if _, ok := loops[name]; ok || st.paused[name] {
+			continue
+		}
+		lctx, cancel := context.WithCancel(ctx)
+		l := &jobLoop{spec: string(p.Encode()), cancel: cancel, done: make(chan struct{})}
+		loops[name] = l
+		go func() {
+			defer close(l.done)
+			sc.loop(lctx, ctx, p)
+		}()
+		sc.log.Info("job scheduled", "job", name, "schedule", p.Schedule)
+	}
+	for trig, at := range st.triggers {
+		job, key, ok := strings.Cut(trig, "@")
+		p := st.jobs[job]
+		if !ok || p == nil {
+			continue // another scheduler may know the job
+		}
+		scheduled, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil {
+			scheduled = sc.now()
+		}
+		sc.start(ctx, p, key, scheduled, false, func() {
+			err := sc.sess.Retry(ctx, func() error {
+				err := sc.sess.Delete(ctx, TriggersPath+"/"+trig, -1)
+				if errors.Is(err, zk.ErrNoNode) {
+					return nil
+				}
+				return err
+			})
+			if err != nil && ctx.Err() == nil {
+				sc.log.Warn("cannot delete trigger", "trigger", trig, "err", err)
+			}
+		})
+	}
+}
+
+// loop fires p's schedule until lctx ends; runs live on runCtx so that a
+// changed spec does not kill a run in progress.
+func (sc *Scheduler) loop(lctx, runCtx context.Context, p *plan) {
+	sc.catchUp(lctx, runCtx, p)
+	for {
+		next := p.sched.Next(sc.now())
+		if next.IsZero() {
+			return
+		}
+		if sc.sleep(lctx, next.Sub(sc.now())) != nil {
+			return
+		}
+		// The timer may fire a little early on some clocks: wait for the
+		// scheduled time itself.
+		for sc.now().Before(next) {
+			if sc.sleep(lctx, next.Sub(sc.now())+time.Millisecond) != nil {
+				return
+			}
+		}
+		sc.fire(lctx, runCtx, p, next, false)
+	}
+}
+
+// fire starts the run of p scheduled at t, unless it is a stale fire for a
+// run already cleaned up.
+func (sc *Scheduler) fire(ctx, runCtx context.Context, p *plan, t time.Time, missedOnly bool) {
+	key := p.RunKey(t)
+	m, ver, err := sc.readMarker(ctx, p.Name)
+	if err != nil {
+		sc.log.Warn("cannot read the job's marker; firing anyway", "job", p.Name, "err", err)
+	}
+	if err == nil && t.Before(m.LastScheduled) {
+		ok, _, err := sc.sess.Exists(ctx, RunPath(p.Name, key))
+		if err == nil && !ok {
+			// Older than runs already fired and no trace of it: it ran and
+			// was cleaned up, or was recorded missed and cleaned up. A
+			// scheduler whose clock is behind must not run it again.
+			sc.log.Warn("not firing a run older than the job's latest; is this clock behind?", "job", p.Name, "run", key, "latest", m.LastScheduled)
+			return
+		}
+	}
+	if err == nil && t.After(m.LastScheduled) {
+		sc.writeMarker(ctx, p.Name, marker{LastScheduled: t}, ver)
+	}
+	sc.start(runCtx, p, key, t, missedOnly, nil)
+}
+
+// start settles a run in the background unless this scheduler already
+// does; then runs after.
+func (sc *Scheduler) start(ctx context.Context, p *plan, key string, t time.Time, missedOnly bool, after func()) {
+	id := p.Name + "/" + key
+	sc.mu.Lock()
+	if sc.inflight[id] {
+		sc.mu.Unlock()
+		return
+	}
+	sc.inflight[id] = true
+	sc.mu.Unlock()
+	sc.runs.Add(1)
+	go func() {
+		defer sc.runs.Done()
+		defer func() {
+			sc.mu.Lock()
+			delete(sc.inflight, id)
+			sc.mu.Unlock()
+		}()
+		r, err := sc.settle(ctx, p, key, t, missedOnly)
+		if err != nil {
+			if ctx.Err() == nil {
+				sc.log.Error("run not settled", "job", p.Name, "run", key, "err", err)
+			}
+			return
+		}
+		sc.notify(r)
+		if after != nil {
+			after()
+		}
+	}()
+}
+
+// catchUp settles the runs scheduled since the job's marker while no
+// scheduler was firing it: the latest is run if within the starting
+// deadline, the others are recorded missed (as Kubernetes starts only the
+// latest missed run).
+func (sc *Scheduler) catchUp(ctx, runCtx context.Context, p *plan) {
+	m, _, err := sc.readMarker(ctx, p.Name)
+	if err != nil || m.LastScheduled.IsZero() {
+		return
+	}
+	now := sc.now()
+	var missed []time.Time
+	for t := p.sched.Next(m.LastScheduled); !t.IsZero() && !t.After(now); t = p.sched.Next(t) {
+		if len(missed) == maxCatchUp {
+			sc.log.Warn("too many missed runs; only the latest are recorded", "job", p.Name, "limit", maxCatchUp)
+			missed = missed[len(missed)-p.HistoryLimit:]
+		}
+		missed = append(missed, t)
+	}
+	if len(missed) > p.HistoryLimit {
+		missed = missed[len(missed)-p.HistoryLimit:]
+	}
+	for i, t := range missed {
+		sc.log.Info("catching up a run missed while no scheduler was up", "job", p.Name, "run", p.RunKey(t))
+		sc.fire(ctx, runCtx, p, t, i < len(missed)-1)
+	}
+}
+
+func (sc *Scheduler) readMarker(ctx context.Context, job string) (marker, int32, error) {
+	var data []byte
+	var st *zk.Stat
+	err := sc.sess.Retry(ctx, func() (err error) {
+		data, st, err = sc.sess.Get(ctx, RunsPath(job))
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return marker{}, -1, nil
+	}
+	if err != nil {
+		return marker{}, 0, err
+	}
+	var m marker
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &m); err != nil {
+			return marker{}, 0, fmt.Errorf("scheduler: marker of %s: %w", job, err)
+		}
+	}
+	return m, st.Version, nil
+}
+
+// writeMarker advances the marker to m, keeping the latest time when
+// schedulers race.
+func (sc *Scheduler) writeMarker(ctx context.Context, job string, m marker, ver int32) {
+	m.Version = 1
+	data, _ := json.Marshal(m)
+	s := sc.sess
+	for range 5 {
+		var err error
+		if ver < 0 {
+			if err = s.EnsurePath(ctx, ElectionRoot); err == nil {
+				_, err = s.Create(ctx, RunsPath(job), data, zk.FlagPersistent, nil)
+			}
+		} else {
+			_, err = s.Set(ctx, RunsPath(job), data, ver)
+		}
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNodeExists) && !recipe.IsRetryable(err) {
+			sc.log.Warn("cannot write the job's marker", "job", job, "err", err)
+			return
+		}
+		cur, v, rerr := sc.readMarker(ctx, job)
+		if rerr != nil {
+			return
+		}
+		if !m.LastScheduled.After(cur.LastScheduled) {
+			return
+		}
+		ver = v
+	}
+}
+
+func removeFile(name string) error {
+	err := os.Remove(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}

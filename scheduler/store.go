@@ -1,0 +1,156 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+)
+
+// Paths of the znode layout (docs/scheduler.md).
+const (
+	ElectionRoot = "/master_election"
+	JobsPath     = "/scheduler/jobs"
+	PausedPath   = "/scheduler/paused"
+	TriggersPath = "/scheduler/triggers"
+)
+
+// JobPath is where a job's spec is stored.
+func JobPath(job string) string { return path.Join(JobsPath, job) }
+
+// RunsPath is the parent of a job's runs; its data is the job's marker.
+func RunsPath(job string) string { return path.Join(ElectionRoot, job) }
+
+// RunPath is the node of one run.
+func RunPath(job, key string) string { return path.Join(ElectionRoot, job, key) }
+
+// BindingPath is the ephemeral node of a run's master.
+func BindingPath(job, key string) string { return path.Join(RunPath(job, key), "binding") }
+
+// ResultPath is the persistent outcome of a run.
+func ResultPath(job, key string) string { return path.Join(RunPath(job, key), "result") }
+
+func attemptsPath(job, key string) string { return path.Join(RunPath(job, key), "attempts") }
+func cancelPath(job, key string) string   { return path.Join(RunPath(job, key), "cancel") }
+
+// Status is the outcome of a run.
+type Status string
+
+// Statuses of a Result.
+const (
+	Succeeded Status = "succeeded"
+	Failed    Status = "failed"   // non-zero exit or error, retries exhausted
+	TimedOut  Status = "timeout"  // the last attempt passed its timeout
+	Missed    Status = "missed"   // not started within the starting deadline
+	Skipped   Status = "skipped"  // forbid: an earlier run was still running
+	Replaced  Status = "replaced" // replace: a later run stopped it
+	Abandoned Status = "abandoned"
+)
+
+// Result is the outcome of a run, stored in .../result by its master.
+type Result struct {
+	Version   int       `json:"version"`
+	Job       string    `json:"job"`
+	RunKey    string    `json:"runKey"`
+	Status    Status    `json:"status"`
+	ExitCode  int       `json:"exitCode"`
+	Scheduled time.Time `json:"scheduled"`
+	Start     time.Time `json:"start,omitzero"`
+	End       time.Time `json:"end,omitzero"`
+	Host      string    `json:"host,omitempty"`
+	Attempt   int       `json:"attempt"`
+	Error     string    `json:"error,omitempty"`
+	// Output is the tail of the run's output (stdout and stderr).
+	Output string `json:"output,omitempty"`
+	// LogFile is the full output on Host.
+	LogFile string `json:"logFile,omitempty"`
+	// Data is what the job wrote to $SHEPHERD_RESULT_FILE (or its Go
+	// function returned): the computed result shared with the cluster.
+	Data []byte `json:"data,omitempty"`
+}
+
+// attempts is the data of .../attempts.
+type attempts struct {
+	Version  int    `json:"version"`
+	Attempts int    `json:"attempts"` // attempts started
+	Failures int    `json:"failures"` // attempts that ended in failure
+	Host     string `json:"host,omitempty"`
+}
+
+// marker is the data of /master_election/<job>: the latest scheduled time
+// any scheduler fired, from which a returning scheduler finds missed runs.
+type marker struct {
+	Version       int       `json:"version"`
+	LastScheduled time.Time `json:"lastScheduled"`
+}
+
+// ReadResult returns a run's result; found is false if it has none yet.
+func ReadResult(ctx context.Context, s *recipe.Session, job, key string) (r Result, found bool, err error) {
+	var data []byte
+	err = s.Retry(ctx, func() (err error) {
+		data, _, err = s.Get(ctx, ResultPath(job, key))
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return Result{}, false, nil
+	}
+	if err != nil {
+		return Result{}, false, err
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return Result{}, false, fmt.Errorf("scheduler: result of %s/%s: %w", job, key, err)
+	}
+	return r, true, nil
+}
+
+// Runs lists a job's run keys with their results (nil while running or
+// never run), oldest first by scheduled time.
+func Runs(ctx context.Context, s *recipe.Session, job string) ([]RunInfo, error) {
+	var keys []string
+	err := s.Retry(ctx, func() (err error) {
+		keys, _, err = s.Children(ctx, RunsPath(job))
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunInfo, 0, len(keys))
+	for _, k := range keys {
+		ri := RunInfo{Job: job, RunKey: k}
+		r, ok, err := ReadResult(ctx, s, job, k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			ri.Result = &r
+			ri.Scheduled = r.Scheduled
+		}
+		if err := s.Retry(ctx, func() (err error) {
+			ri.Running, _, err = s.Exists(ctx, BindingPath(job, k))
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		out = append(out, ri)
+	}
+	sortRuns(out)
+	return out, nil
+}
+
+// RunInfo is one run as Runs lists it.
+type RunInfo struct {
+	Job       string
+	RunKey    string
+	Scheduled time.Time // zero until the run has a result
+	Running   bool      // a master holds the binding
+	Result    *Result
+}

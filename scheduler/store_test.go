@@ -1,0 +1,166 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestStaleMasterCannotPublish: once another master has bumped the
+// run's attempts, the old master's result is refused.
+func TestStaleMasterCannotPublish(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		job := Job{Name: "j", Schedule: "@daily", Command: "true"}
+		p, _ := compile(job)
+		old, err := New(dial(t, connect), Options{Host: "old"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := New(dial(t, connect), Options{Host: "new"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := "2026-11-22"
+		if err := old.sess.EnsurePath(ctx, RunPath("j", key)); err != nil {
+			t.Fatal(err)
+		}
+		if won, err := old.elect(ctx, "j", key, time.Now()); !won || err != nil {
+			t.Fatalf("elect = %v, %v; want won", won, err)
+		}
+		ver, err := old.writeAttempts(ctx, "j", key, attempts{Attempts: 1}, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The new master took over (as after the old one's session expired)
+		// and started attempt 2.
+		if _, err := next.writeAttempts(ctx, "j", key, attempts{Attempts: 2}, ver); err != nil {
+			t.Fatal(err)
+		}
+		_, err = old.publish(ctx, p, Result{Job: "j", RunKey: key, Status: Succeeded, Host: "old", Attempt: 1}, ver)
+		if !errors.Is(err, ErrNotMaster) {
+			t.Fatalf("stale publish = %v, want ErrNotMaster", err)
+		}
+		if _, ok, _ := ReadResult(ctx, next.sess, "j", key); ok {
+			t.Fatal("the stale master's result was stored")
+		}
+	})
+}
+
+// TestSettledRunNeverRunsAgain: a scheduler that fires a run whose result
+// exists (it started late, or its clock is behind) learns the result and
+// runs nothing.
+func TestSettledRunNeverRunsAgain(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		out := filepath.Join(t.TempDir(), "effects")
+		p, _ := compile(appendJob("j", "@daily", out, ""))
+		sc, err := New(dial(t, connect), Options{Host: "late", LogDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now()
+		key := p.RunKey(at)
+		first, err := sc.settle(ctx, p, key, at, false)
+		if err != nil || first.Status != Succeeded {
+			t.Fatalf("first settle = %+v, %v; want succeeded", first, err)
+		}
+		again, err := sc.settle(ctx, p, key, at, false)
+		if err != nil || !again.Start.Equal(first.Start) || again.Host != first.Host {
+			t.Fatalf("second settle = %+v, %v; want the first result", again, err)
+		}
+		if got := lines(t, out); len(got) != 1 {
+			t.Fatalf("effects %q, want one run", got)
+		}
+	})
+}
+
+// TestHistoryLimit: old finished runs and their log files are deleted.
+func TestHistoryLimit(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		out := filepath.Join(t.TempDir(), "effects")
+		logDir := t.TempDir()
+		job := appendJob("h", "* * * * * *", out, "")
+		job.HistoryLimit = 2
+		_, stop := startScheduler(t, connect, Options{Jobs: []Job{job}, Host: "a", LogDir: logDir}, nil)
+		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+			if n := len(lines(t, out)); n < 5 {
+				return fmt.Errorf("%d runs, want 5", n)
+			}
+			return nil
+		})
+		stop()
+		obs := dial(t, connect)
+		if got := finished(t, obs, "h"); len(got) != 2 {
+			t.Errorf("%d finished runs kept, want 2: %+v", len(got), got)
+		}
+		logs, _ := filepath.Glob(filepath.Join(logDir, "h", "*.log"))
+		if len(logs) > 3 { // two kept, one whose master was stopped mid-run
+			t.Errorf("log files %v, want those of the kept runs", logs)
+		}
+	})
+}
+
+// TestStoredJobPauseAndResume: a job stored in /scheduler/jobs is
+// picked up, stops firing while paused (run-now still works) and
+// catches up when resumed.
+func TestStoredJobPauseAndResume(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		out := filepath.Join(t.TempDir(), "effects")
+		startScheduler(t, connect, Options{Host: "a"}, nil)
+		s := dial(t, connect)
+		job := appendJob("stored", "* * * * * *", out, `case $SHEPHERD_RUN_KEY in manual-*) sleep 3;; esac`)
+		if err := StoreJob(ctx, s, job); err != nil {
+			t.Fatal(err)
+		}
+		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+			if n := len(finished(t, s, "stored")); n < 2 {
+				return fmt.Errorf("%d runs of the stored job, want 2", n)
+			}
+			return nil
+		})
+		if err := SetPaused(ctx, s, "stored", true); err != nil {
+			t.Fatal(err)
+		}
+		pausedAt := time.Now()
+		key := trigger(t, s, "stored")
+		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+			if _, ok, err := ReadResult(ctx, s, "stored", key); !ok {
+				return fmt.Errorf("manual run of a paused job has no result (%v)", err)
+			}
+			return nil
+		})
+		for _, r := range finished(t, s, "stored") {
+			if r.RunKey != key && r.Result.Status != Missed && r.Scheduled.After(pausedAt.Add(time.Second)) {
+				t.Errorf("run %s scheduled at %v ran while the job was paused (since %v)", r.RunKey, r.Scheduled, pausedAt)
+			}
+		}
+		if err := SetPaused(ctx, s, "stored", false); err != nil {
+			t.Fatal(err)
+		}
+		resumedAt := time.Now()
+		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+			for _, r := range finished(t, s, "stored") {
+				if r.Result.Status == Succeeded && r.Scheduled.After(resumedAt) {
+					return nil
+				}
+			}
+			return fmt.Errorf("no run after resuming")
+		})
+		if err := RemoveJob(ctx, s, "stored"); err != nil {
+			t.Fatal(err)
+		}
+		if err := RemoveJob(ctx, s, "stored"); !errors.Is(err, ErrNoSuchJob) {
+			t.Errorf("second RemoveJob = %v, want ErrNoSuchJob", err)
+		}
+		if ok, _, _ := s.Exists(ctx, PausedPath+"/stored"); ok {
+			t.Error("paused flag left after RemoveJob")
+		}
+		_ = os.Remove(out)
+	})
+}
