@@ -1,0 +1,74 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+)
+
+// AgentConfig is one `shepherd collector` process: a collector and,
+// with Assign, a candidate assigner, over one session.
+type AgentConfig struct {
+	Connect        string        // host:port[,host:port…][/chroot]
+	SessionTimeout time.Duration // 0: recipe.DefaultSessionTimeout
+	Auth           string        // digest user:password, or ""
+	Collector      Config
+	Assign         bool
+	Assigner       AssignerConfig
+}
+
+// RunAgent connects and runs the collector (and the assigner candidate)
+// until ctx ends, then returns nil; or returns the first error that
+// stops one of them.
+func RunAgent(ctx context.Context, cfg AgentConfig) error {
+	log := cfg.Collector.Logger
+	s, err := recipe.Dial(ctx, cfg.Connect, recipe.Options{SessionTimeout: cfg.SessionTimeout, Auth: cfg.Auth, Logger: log})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("collector: %w", err)
+	}
+	defer s.Close()
+	c, err := New(s, cfg.Collector)
+	if err != nil {
+		return err
+	}
+	var a *Assigner
+	if cfg.Assign {
+		ac := cfg.Assigner
+		if ac.Name == "" {
+			ac.Name = cfg.Collector.Name
+		}
+		if ac.Logger == nil {
+			ac.Logger = log
+		}
+		if a, err = NewAssigner(s, ac); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs[0] = c.Run(ctx)
+		cancel()
+	}()
+	if a != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[1] = a.Run(ctx)
+			cancel()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,147 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/coord"
+	"github.com/shepherd-dev/shepherd/internal/testpeer"
+)
+
+// envChild makes the test binary run one collector agent instead of the
+// tests: the kill -9 tests start collectors as processes this way, from
+// the binary already built, with the same RunAgent `shepherd collector`
+// runs. Its value is the agent's arguments, one per line.
+const envChild = "COLLECTOR_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(envChild); args != "" {
+		os.Exit(childMain(strings.Split(args, "\n")))
+	}
+	os.Exit(m.Run())
+}
+
+// childMain runs an agent from "key=value" arguments until SIGTERM.
+func childMain(args []string) int {
+	kv := map[string]string{}
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		kv[k] = v
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg := testAgentConfig(kv["zk"], kv["name"], kv["out"], Strategy(kv["strategy"]), log)
+	cfg.Assign = kv["assign"] == "1"
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := RunAgent(ctx, cfg); err != nil {
+		log.Error("agent failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// Timings of the tests: fast heartbeats, death after a second.
+const (
+	testPoll      = 50 * time.Millisecond
+	testStatus    = 100 * time.Millisecond
+	testDeadAfter = time.Second
+)
+
+func testAgentConfig(connect, name, out string, strategy Strategy, log *slog.Logger) AgentConfig {
+	if strategy == "" {
+		strategy = Local
+	}
+	return AgentConfig{
+		Connect:        connect,
+		SessionTimeout: 4 * time.Second,
+		Collector: Config{
+			Name: name, OutDir: out, PollInterval: testPoll, StatusInterval: testStatus,
+			RotateSize: 4 << 10, MaxRead: 16 << 10, Logger: log,
+		},
+		Assigner: AssignerConfig{Name: name, Strategy: strategy, PollInterval: testPoll, DeadAfter: testDeadAfter, Logger: log},
+	}
+}
+
+// target is a coordination server the tests run against.
+type target struct {
+	name    string
+	addr    string
+	restart func(t testing.TB) // stop and start it again, same address and data
+}
+
+// forEachTarget runs fn against `shepherd coord` in-process and against
+// Apache ZooKeeper 3.8.
+func forEachTarget(t *testing.T, fn func(t *testing.T, tg *target)) {
+	t.Run("shepherd", func(t *testing.T) { fn(t, startShepherd(t)) })
+	t.Run("zookeeper", func(t *testing.T) {
+		z := testpeer.StartZooKeeper(t)
+		fn(t, &target{name: "zookeeper", addr: z.Addr(), restart: z.Restart})
+	})
+}
+
+func startShepherd(t testing.TB) *target {
+	t.Helper()
+	dir := t.TempDir()
+	start := func(listen string) *coord.Server {
+		cfg := coord.DefaultConfig()
+		cfg.Listen = listen
+		cfg.DataDir = dir
+		cfg.TickTime = 500 * time.Millisecond
+		cfg.MaxClientConns = 0
+		cfg.NoSync = true
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		srv, err := coord.NewServer(cfg)
+		if err == nil {
+			err = srv.Start()
+		}
+		if err != nil {
+			t.Fatalf("start shepherd coord on %s: %v", listen, err)
+		}
+		return srv
+	}
+	srv := start("127.0.0.1:0")
+	tg := &target{name: "shepherd", addr: srv.Addr()}
+	tg.restart = func(t testing.TB) {
+		if err := srv.Close(); err != nil {
+			t.Fatalf("stop shepherd coord: %v", err)
+		}
+		srv = start(tg.addr)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return tg
+}
+
+// checkFor calls fn every poll until it returns nil, failing the test
+// with fn's last error after total.
+func checkFor(t *testing.T, total, poll time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", total, err)
+		}
+		time.Sleep(poll)
+	}
+}
+
+// testLogger logs to the test when -v and COLLECTOR_TEST_LOG are set.
+func testLogger() *slog.Logger {
+	if os.Getenv("COLLECTOR_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func lineOf(src, i int) string { return fmt.Sprintf("source-%02d line-%06d", src, i) }

@@ -1,0 +1,146 @@
+package collector
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"time"
+)
+
+// Paths of the layout, relative to the session's root.
+const (
+	SourcesPath    = "/logs/sources"
+	CollectorsPath = "/logs/collector"
+	AssignerPath   = "/logs/assigner"
+)
+
+// schemaVersion is the "version" field of every document written here.
+const schemaVersion = 1
+
+// Errors of the package.
+var (
+	ErrBadSource   = errors.New("collector: bad source URI")
+	ErrBadName     = errors.New("collector: bad collector name")
+	ErrBadDocument = errors.New("collector: malformed document")
+)
+
+// CollectorPath is the node of the collector name, holding its assignment.
+func CollectorPath(name string) string { return path.Join(CollectorsPath, name) }
+
+// StatusPath is the status node of the collector name.
+func StatusPath(name string) string { return path.Join(CollectorsPath, name, "status") }
+
+// Sources is the document at SourcesPath: the sources to collect.
+type Sources struct {
+	Version int      `json:"version"`
+	Sources []string `json:"sources"`
+}
+
+// Lease is one source assigned to a collector. ID changes every time the
+// source is given to a collector, so that a collector can tell "still
+// mine" from "taken and given back" across assignment changes it missed.
+type Lease struct {
+	URI string `json:"uri"`
+	ID  string `json:"lease"`
+}
+
+// Assignment is the data of a collector's node: its sources.
+type Assignment struct {
+	Version int       `json:"version"`
+	Sources []Lease   `json:"sources"`
+	Updated time.Time `json:"updated,omitzero"`
+	By      string    `json:"by,omitempty"` // the assigner that wrote it
+}
+
+// lease returns the lease of uri, if assigned.
+func (a Assignment) lease(uri string) (string, bool) {
+	for _, l := range a.Sources {
+		if l.URI == uri {
+			return l.ID, true
+		}
+	}
+	return "", false
+}
+
+// URIs returns the assigned sources, sorted.
+func (a Assignment) URIs() []string {
+	out := make([]string, 0, len(a.Sources))
+	for _, l := range a.Sources {
+		out = append(out, l.URI)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Position is where reading a source stands: the next byte to read, and
+// for files the file it is in (path and inode, which survives a rename).
+type Position struct {
+	Path   string `json:"path,omitempty"`
+	Ino    uint64 `json:"ino,omitempty"`
+	Offset int64  `json:"offset"`
+}
+
+// Progress is a collector's committed state of one source.
+type Progress struct {
+	// Seq counts commits of this source across all its owners; the
+	// highest Seq over all statuses is the source's latest commit.
+	Seq   int64    `json:"seq"`
+	Lease string   `json:"lease"`
+	Pos   Position `json:"pos"`
+	// Out is the output segment being written, OutSize its committed size.
+	Out     string `json:"out,omitempty"`
+	OutSize int64  `json:"out_size"`
+	Lines   int64  `json:"lines"` // lines this collector committed for the source
+	Lag     int64  `json:"lag"`   // bytes of the source not yet read, when known
+	Owned   bool   `json:"owned"` // false once the source was taken away
+}
+
+// Load is what a collector reports of its work.
+type Load struct {
+	BytesPerSec float64 `json:"bytes_per_sec"`
+	LinesPerSec float64 `json:"lines_per_sec"`
+	Sources     int     `json:"sources"`
+}
+
+// Status is the data of a collector's status node.
+type Status struct {
+	Version  int                 `json:"version"`
+	Name     string              `json:"name"`
+	Time     time.Time           `json:"time"`
+	Load     Load                `json:"load"`
+	Progress map[string]Progress `json:"progress"`
+}
+
+func encode(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("collector: encode %T: %v", v, err)) // only plain structs are encoded
+	}
+	return b
+}
+
+// decode reads a document; empty data is the zero document.
+func decode(what string, data []byte, v any) error {
+	if len(data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadDocument, what, err)
+	}
+	return nil
+}
+
+// ValidName checks a collector name: one path element.
+func ValidName(name string) error {
+	if name == "" || name == "." || name == ".." || name == "status" || len(name) > 200 {
+		return fmt.Errorf("%w: %q", ErrBadName, name)
+	}
+	for _, r := range name {
+		if r == '/' || r < ' ' {
+			return fmt.Errorf("%w: %q: no slashes or control characters", ErrBadName, name)
+		}
+	}
+	return nil
+}
