@@ -1,0 +1,213 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The integration tests share one Apache ZooKeeper, started on first use
+// and stopped by TestMain.
+var shared struct {
+	once   sync.Once
+	target Target
+	dir    string
+	err    error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.target != nil {
+		if err := shared.target.Stop(); err != nil {
+			code = 1
+		}
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// zooKeeper returns the shared ZooKeeper target. Without java it skips
+// the test, unless SHEPHERD_IT is set: then a missing peer is a failure.
+func zooKeeper(t *testing.T) Target {
+	t.Helper()
+	if err := zooKeeperInstalled(); err != nil {
+		if os.Getenv("SHEPHERD_IT") == "" {
+			t.Skipf("SHEPHERD_IT unset and %v", err)
+		}
+		t.Fatalf("SHEPHERD_IT is set: %v", err)
+	}
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "bench-zk-"); shared.err != nil {
+			return
+		}
+		zk := ApacheZooKeeper(shared.dir)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if shared.err = zk.Start(ctx); shared.err == nil {
+			shared.target = zk
+		}
+	})
+	if shared.err != nil {
+		t.Fatalf("start Apache ZooKeeper: %v", shared.err)
+	}
+	return shared.target
+}
+
+// shortOptions keeps each workload around half a second.
+func shortOptions(t Target) Options {
+	return Options{
+		Addr: t.Addr(), PID: t.PID(), Target: t,
+		Clients: 4, InFlight: 2, Duration: 300 * time.Millisecond, Watchers: 50,
+	}
+}
+
+func TestWorkloadsAgainstZooKeeper(t *testing.T) {
+	zk := zooKeeper(t)
+	for _, w := range Workloads() {
+		t.Run(w.Name, func(t *testing.T) {
+			o := shortOptions(zk)
+			if w.Name == "tree200k" {
+				o.Ops = 1000
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := Run(ctx, w.Name, o)
+			if err != nil {
+				t.Fatalf("Run(%s): %v", w.Name, err)
+			}
+			t.Logf("%+v", res)
+			if res.Workload != w.Name || res.Ops <= 0 || res.OpsPerSec <= 0 {
+				t.Errorf("Run(%s) = %+v, want the workload's name and some operations", w.Name, res)
+			}
+			if res.P50 <= 0 || res.P99 < res.P50 {
+				t.Errorf("Run(%s): p50 %v, p99 %v; want 0 < p50 <= p99", w.Name, res.P50, res.P99)
+			}
+			if res.CPUPerOp <= 0 || res.RSSBytes < 1<<20 {
+				t.Errorf("Run(%s): cpu/op %v, rss %d; want server CPU and RSS measured", w.Name, res.CPUPerOp, res.RSSBytes)
+			}
+			checkExtra(t, w.Name, res)
+		})
+	}
+	t.Run("cleaned up", func(t *testing.T) {
+		conn, err := connect(context.Background(), zk.Addr(), testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if ok, _, err := conn.Exists(benchRoot); err != nil || ok {
+			t.Errorf("Exists(%s) = %v, %v; want it deleted after runs without KeepData", benchRoot, ok, err)
+		}
+	})
+}
+
+// checkExtra asserts the workload-specific figures.
+func checkExtra(t *testing.T, name string, res Result) {
+	t.Helper()
+	switch name {
+	case "watch-fanout":
+		if res.Extra["watchers"] != "50" || res.Ops%50 != 0 {
+			t.Errorf("watch-fanout: %d notifications with extra %v; want whole rounds of 50 watchers", res.Ops, res.Extra)
+		}
+	case "lock":
+		// Herd-free: a release wakes at most the one successor. Contenders
+		// withdrawing at the end can add one wake-up each.
+		per, err := strconv.ParseFloat(res.Extra["notify/release"], 64)
+		if limit := 1 + 4/float64(res.Ops); err != nil || per <= 0 || per > limit {
+			t.Errorf("lock: notify/release %q over %d cycles; want in (0, %.2f]", res.Extra["notify/release"], res.Ops, limit)
+		}
+	case "tree200k":
+		d, err := time.ParseDuration(res.Extra["restart"])
+		if err != nil || d <= 0 || res.Extra["znodes"] != "1000" || res.Ops != 1000 {
+			t.Errorf("tree200k: ops %d, extra %v; want 1000 znodes and a restart time", res.Ops, res.Extra)
+		}
+	}
+}
+
+func TestCompareWritesTableAndReportsFailures(t *testing.T) {
+	zk := zooKeeper(t)
+	// A server binary that dies at once, to show a failing target gets an
+	// error row rather than stopping the comparison.
+	dir := t.TempDir()
+	broken := filepath.Join(dir, "broken")
+	if err := os.WriteFile(broken, []byte("#!/bin/sh\necho no such luck >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	targets := []Target{
+		Existing("zk-a", zk.Addr(), zk.PID()),
+		Existing("zk-b", zk.Addr(), zk.PID()),
+		ShepherdCoord(broken, filepath.Join(dir, "run")),
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := shortOptions(zk)
+	o.Duration, o.Warmup = 200*time.Millisecond, 100*time.Millisecond
+	var out strings.Builder
+	err := Compare(context.Background(), targets, []string{"get", "exists"}, o, &out)
+	if !errors.Is(err, ErrServerExited) {
+		t.Errorf("Compare error = %v, want the broken target's ErrServerExited", err)
+	}
+	table := out.String()
+	t.Logf("\n%s", table)
+	rows := 0
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, "|") {
+			rows++
+		}
+	}
+	if rows != 2+2*3 {
+		t.Fatalf("table has %d lines, want header, separator and 6 rows", rows)
+	}
+	for _, want := range []string{"| get ", "| exists ", "zk-a", "zk-b", "baseline", "ops/s ", "no such luck", "- exists: "} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}
+
+func TestRunRejectsBadOptions(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		workload string
+		o        Options
+		want     error
+	}{
+		{"unknown workload", "nope", Options{Addr: "127.0.0.1:1"}, ErrUnknownWorkload},
+		{"no address", "get", Options{}, ErrNoAddr},
+		{"negative clients", "get", Options{Addr: "127.0.0.1:1", Clients: -1}, ErrBadOption},
+		{"negative duration", "get", Options{Addr: "127.0.0.1:1", Duration: -time.Second}, ErrBadOption},
+		{"oversized value", "set", Options{Addr: "127.0.0.1:1", ValueBytes: 2 << 20}, ErrBadOption},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Run(ctx, tt.workload, tt.o); !errors.Is(err, tt.want) {
+				t.Errorf("Run(%q, %+v) error = %v, want %v", tt.workload, tt.o, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestStartReportsServerThatExits(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "server")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho cannot open data dir >&2\nexit 2\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := ShepherdCoord(bin, dir).Start(context.Background())
+	if !errors.Is(err, ErrServerExited) || !strings.Contains(err.Error(), "cannot open data dir") {
+		t.Errorf("Start error = %v, want ErrServerExited quoting the server's log", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Start took %v to notice the server exited, want well under 5s", took)
+	}
+}
