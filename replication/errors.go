@@ -91,6 +91,7 @@ const (
 	erNetReadInterrupted = 1159
 	erNetErrorOnWrite    = 1160
 	erNetWriteInterrupt  = 1161
+	erSlaveSameID        = 4052 // MariaDB: another replica took our server id
 )
 
 // transientCodes are server errors that a later attempt can get past: the
@@ -102,6 +103,12 @@ var transientCodes = map[uint16]bool{
 	erQueryInterrupted: true, erReadOnly: true, erReadOnlyTxn: true, erConnectionKilled: true,
 	erStatementTimeout: true, erClientIdleTimeout: true, erNetReadError: true,
 	erNetReadInterrupted: true, erNetErrorOnWrite: true, erNetWriteInterrupt: true,
+	// MariaDB ends a dump thread with this when a replica with the same
+	// server id connects: during a failover the old RUNNING and its
+	// successor share the task's server id for a moment. The loser is
+	// either a zombie, which the epoch fence stops at its next commit, or
+	// the live instance, whose next connection ends the zombie's dump.
+	erSlaveSameID: true,
 }
 
 // serverErrorCode returns the MySQL error code in err's chain, from either

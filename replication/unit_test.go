@@ -262,6 +262,7 @@ func TestRetryable(t *testing.T) {
 		{&mysql.MySQLError{Number: 1045}, false},
 		{&gomysql.MyError{Code: 1236, Message: "Could not find first log file name in binary log index file"}, false},
 		{&gomysql.MyError{Code: 1236, Message: "A slave with the same server_uuid/server_id as this slave has connected to the master"}, true},
+		{&gomysql.MyError{Code: 4052, Message: "A slave with the same server_uuid/server_id as this slave has connected to the master"}, true},
 		{ErrFenced, false},
 		{fmt.Errorf("x: %w", ErrSourceConfig), false},
 		{nonRetryable(io.EOF), false},
