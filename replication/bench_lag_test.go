@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -51,21 +50,12 @@ func BenchmarkSteadyLag(b *testing.B) {
 	}
 	seconds := envInt(b, "SHEPHERD_BENCH_SECONDS", 10)
 
-	opts := testpeer.MariaDBOptions{ExtraArgs: []string{"--log-slave-updates=ON", "--innodb-buffer-pool-size=256M"}}
-	source := testpeer.StartMariaDB(b, opts)
-	target := testpeer.StartMariaDB(b, opts)
-	native := testpeer.StartMariaDB(b, opts)
-	cfg := Config{Task: "lag", Source: endpoint(source), Target: endpoint(target), Include: []string{benchDB},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	r := openReplicator(b, cfg)
+	source, target, native, r := benchServers(b, "lag")
 
 	// Every applier starts from before the schema and catches up on it
 	// (and on the rounds before it) before the measured load begins.
 	from := currentPosition(b, r)
-	source.Exec(b, "CREATE DATABASE "+benchDB,
-		`CREATE TABLE sbtest.sbtest1 (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL DEFAULT 0,
-			c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k))`,
-		"CREATE TABLE sbtest.lagprobe (id INT NOT NULL PRIMARY KEY)")
+	source.Exec(b, "CREATE DATABASE "+benchDB, createSbtest1, "CREATE TABLE sbtest.lagprobe (id INT NOT NULL PRIMARY KEY)")
 	if err := seedWriteOnly(source.DB(b)); err != nil {
 		b.Fatalf("seed the source: %v", err)
 	}
@@ -191,12 +181,8 @@ const lagRoundSpan = 1_000_000
 // startNative points the native replica at from with the given number of
 // parallel threads (0: single-threaded) and starts it.
 func startNative(b *testing.B, source, native *testpeer.MariaDB, from Position, threads int) (stop func()) {
-	native.Exec(b, "STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL gtid_slave_pos = ''", "DROP DATABASE IF EXISTS "+benchDB,
-		fmt.Sprintf("SET GLOBAL slave_parallel_threads = %d", threads),
-		"SET GLOBAL slave_parallel_mode = 'optimistic'",
-		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %d, MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_LOG_FILE = '%s', MASTER_LOG_POS = %d, MASTER_USE_GTID = no",
-			source.Port(), from.File, from.Pos),
-		"START SLAVE")
+	pointNative(b, source, native, from, threads)
+	native.Exec(b, "START SLAVE")
 	return func() {
 		if st := slaveStatus(b, native); st["Last_Error"] != "" || st["Last_IO_Error"] != "" {
 			b.Errorf("native replica: %q %q", st["Last_Error"], st["Last_IO_Error"])

@@ -63,14 +63,7 @@ type benchWorkload struct {
 const benchDB = "sbtest"
 
 func benchApply(b *testing.B, w benchWorkload) {
-	opts := testpeer.MariaDBOptions{ExtraArgs: []string{"--log-slave-updates=ON", "--innodb-buffer-pool-size=256M"}}
-	source := testpeer.StartMariaDB(b, opts)
-	target := testpeer.StartMariaDB(b, opts)
-	native := testpeer.StartMariaDB(b, opts)
-
-	cfg := Config{Task: "bench", Source: endpoint(source), Target: endpoint(target), Include: []string{benchDB},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	r := openReplicator(b, cfg)
+	source, target, native, r := benchServers(b, "bench")
 	start := currentPosition(b, r)
 	if err := prepareBench(b, source, w); err != nil {
 		b.Fatalf("load the source: %v", err)
@@ -94,18 +87,28 @@ func benchApply(b *testing.B, w benchWorkload) {
 	assertSameData(b, source, native, benchDB, benchDB)
 }
 
+// benchServers starts the three servers of a side-by-side benchmark — a
+// source, a target for the replicator, and a native replica, all with
+// log_slave_updates on so that both appliers write their own binlog — and
+// opens a replicator for task from the source to the target.
+func benchServers(b *testing.B, task string) (source, target, native *testpeer.MariaDB, r *Replicator) {
+	opts := testpeer.MariaDBOptions{ExtraArgs: []string{"--log-slave-updates=ON", "--innodb-buffer-pool-size=256M"}}
+	source = testpeer.StartMariaDB(b, opts)
+	target = testpeer.StartMariaDB(b, opts)
+	native = testpeer.StartMariaDB(b, opts)
+	cfg := Config{Task: task, Source: endpoint(source), Target: endpoint(target), Include: []string{benchDB},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	return source, target, native, openReplicator(b, cfg)
+}
+
+// createSbtest1 is sysbench's table.
+const createSbtest1 = `CREATE TABLE sbtest.sbtest1 (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL DEFAULT 0,
+	c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k))`
+
 // prepareBench creates sbtest1 and runs the workload with 4 connections.
 func prepareBench(b *testing.B, source *testpeer.MariaDB, w benchWorkload) error {
 	db := source.DB(b)
-	for _, q := range []string{
-		"CREATE DATABASE " + benchDB,
-		`CREATE TABLE sbtest.sbtest1 (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL DEFAULT 0,
-			c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k))`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			return err
-		}
-	}
+	source.Exec(b, "CREATE DATABASE "+benchDB, createSbtest1)
 	const workers = 4
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -235,11 +238,7 @@ func timeShepherd(b *testing.B, r *Replicator, target *testpeer.MariaDB, start, 
 // timeNative points the native replica at start and times it to end.
 func timeNative(b *testing.B, source, native *testpeer.MariaDB, start, end Position, threads int) time.Duration {
 	b.StopTimer()
-	native.Exec(b, "STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL gtid_slave_pos = ''", "DROP DATABASE IF EXISTS "+benchDB,
-		fmt.Sprintf("SET GLOBAL slave_parallel_threads = %d", threads),
-		"SET GLOBAL slave_parallel_mode = 'optimistic'",
-		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %d, MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_LOG_FILE = '%s', MASTER_LOG_POS = %d, MASTER_USE_GTID = no",
-			source.Port(), start.File, start.Pos))
+	pointNative(b, source, native, start, threads)
 	b.StartTimer()
 	t0 := time.Now()
 	native.Exec(b, "START SLAVE")
@@ -256,6 +255,16 @@ func timeNative(b *testing.B, source, native *testpeer.MariaDB, start, end Posit
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// pointNative empties the native replica and points it at from, with the
+// given number of parallel threads (0: single-threaded), not started.
+func pointNative(b *testing.B, source, native *testpeer.MariaDB, from Position, threads int) {
+	native.Exec(b, "STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL gtid_slave_pos = ''", "DROP DATABASE IF EXISTS "+benchDB,
+		fmt.Sprintf("SET GLOBAL slave_parallel_threads = %d", threads),
+		"SET GLOBAL slave_parallel_mode = 'optimistic'",
+		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %d, MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_LOG_FILE = '%s', MASTER_LOG_POS = %d, MASTER_USE_GTID = no",
+			source.Port(), from.File, from.Pos))
 }
 
 // slaveStatus reads SHOW SLAVE STATUS into a map by column name.
