@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -333,6 +334,74 @@ func (a *Admin) RemoveTask(ctx context.Context, name string) error {
 		}
 	}
 	return nil
+}
+
+// EpochReset is what Admin.ResetEpoch found and did.
+type EpochReset struct {
+	Task string `json:"task"`
+	// TargetEpoch is the epoch the target's checkpoint row held.
+	TargetEpoch int64 `json:"targetEpoch"`
+	// LastCommitEpoch is the epoch lastCommit held; -1 if there was none.
+	LastCommitEpoch int64 `json:"lastCommitEpoch"`
+}
+
+// ResetEpoch sets a task's stored epochs — in the target's checkpoint row
+// (through e) and in lastCommit — back to 0, keeping the positions. Epochs
+// are zxids of one coordination ensemble: after moving tasks to another
+// ensemble, or starting `shepherd coord` on an empty data directory, new
+// owners have smaller epochs than those stored and are fenced for good.
+//
+// It refuses (ErrTaskBusy) unless the task's desired state is stopped and
+// none of its instances is RUNNING: with the fence down, only a stopped
+// task is safe. Cores still running the task under the old ensemble are
+// beyond its sight; stop them first.
+func (a *Admin) ResetEpoch(ctx context.Context, name string, e Engine, log *slog.Logger) (EpochReset, error) {
+	res := EpochReset{Task: name, LastCommitEpoch: -1}
+	ts, err := a.Task(ctx, name)
+	if err != nil {
+		return res, err
+	}
+	if ts.Spec == nil {
+		return res, fmt.Errorf("%w: %s", ErrNoTask, name)
+	}
+	if ts.Spec.State != DesiredStopped {
+		return res, fmt.Errorf("%w: %s is %s: shepherd ctl task stop %s first", ErrTaskBusy, name, ts.Spec.State, name)
+	}
+	for _, in := range ts.Instances {
+		if in.State.State == StateRunning {
+			return res, fmt.Errorf("%w: %s is still RUNNING on %s: wait for it to pause", ErrTaskBusy, name, in.Name)
+		}
+	}
+	r, err := e.Open(ctx, ts.Spec, log)
+	if err != nil {
+		return res, fmt.Errorf("core: reset epoch of task %q: %w", name, err)
+	}
+	defer r.Close()
+	if res.TargetEpoch, err = r.ResetEpoch(ctx); err != nil {
+		return res, fmt.Errorf("core: reset epoch of task %q: %w", name, err)
+	}
+	p := a.layout.LastCommit(name)
+	err = a.retry(ctx, func() error {
+		data, st, err := a.s.Get(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		lc, err := ParseLastCommit(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		res.LastCommitEpoch = lc.Epoch
+		lc.Epoch = 0
+		_, err = a.s.Set(ctx, p, lc.Marshal(), st.Version)
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("core: reset epoch of task %q in lastCommit: %w", name, err)
+	}
+	return res, nil
 }
 
 func (a *Admin) retry(ctx context.Context, fn func() error) error { return a.s.Retry(ctx, fn) }

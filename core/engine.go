@@ -31,6 +31,9 @@ type Replicator interface {
 	// commit carries the checkpoint, conditioned on the stored epoch being
 	// at most epoch. progress is called after commits, from one goroutine.
 	Run(ctx context.Context, from Position, epoch int64, owner string, progress func(Progress)) error
+	// ResetEpoch sets the target checkpoint's epoch to 0, keeping its
+	// position, and returns the epoch it had (Admin.ResetEpoch).
+	ResetEpoch(ctx context.Context) (int64, error)
 	// Close releases the connections.
 	Close() error
 }

@@ -136,6 +136,17 @@ func (r *memRep) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error)
 	return r.e.cp, r.e.hasCP, nil
 }
 
+func (r *memRep) ResetEpoch(ctx context.Context) (int64, error) {
+	r.e.mu.Lock()
+	defer r.e.mu.Unlock()
+	if r.e.down {
+		return 0, errMemDown
+	}
+	prev := r.e.cp.Epoch
+	r.e.cp.Epoch = 0
+	return prev, nil
+}
+
 func (r *memRep) Close() error { return nil }
 
 // Run applies batches from the later of from and the target checkpoint;

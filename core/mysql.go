@@ -73,6 +73,11 @@ func (m mysqlReplicator) TargetCheckpoint(ctx context.Context) (Checkpoint, bool
 	return Checkpoint{Position: Position(cp.Position), Epoch: cp.Epoch, Owner: cp.Owner, Time: cp.Time}, ok, mapReplicationError(err)
 }
 
+func (m mysqlReplicator) ResetEpoch(ctx context.Context) (int64, error) {
+	prev, err := m.r.ResetEpoch(ctx)
+	return prev, mapReplicationError(err)
+}
+
 func (m mysqlReplicator) Run(ctx context.Context, from Position, epoch int64, owner string, progress func(Progress)) error {
 	err := m.r.Run(ctx, replication.Position(from), epoch, owner, func(p replication.Progress) {
 		var retrying error

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/core"
 )
 
 // Exit statuses of Run. lock and elect also pass their command's status
@@ -43,6 +44,9 @@ type Env struct {
 	// Logger receives the session's warnings (connection suspended, session
 	// lost), and with --verbose its debug messages. Nil: discarded.
 	Logger *slog.Logger
+	// Engine opens replication tasks' replicators (task reset-epoch).
+	// Nil: core.MySQL, the real one.
+	Engine core.Engine
 }
 
 // Run runs one ctl command line — the words after "shepherd ctl", such
@@ -81,12 +85,17 @@ type runner struct {
 	verbose        bool
 
 	sess *recipe.Session
+	// engine opens tasks' replicators for task reset-epoch.
+	engine core.Engine
 	// notFound is the unknown verb the user typed, reported as a usage error.
 	notFound string
 }
 
 func newRunner(ctx context.Context, env Env) *runner {
-	r := &runner{env: env}
+	r := &runner{env: env, engine: env.Engine}
+	if r.engine == nil {
+		r.engine = core.MySQL{}
+	}
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	r.sigs = newSignalRouter(env.Signals, r.interrupt)
 	return r

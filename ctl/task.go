@@ -51,6 +51,11 @@ func (r *runner) taskCommand() *cli.Command {
 		Usage:     "remove a task that no core stands by for",
 		ArgsUsage: "task",
 		Action:    r.taskRemove,
+	}, {
+		Name:      "reset-epoch",
+		Usage:     "after a move to another coordination ensemble: set a stopped task's stored epochs to 0",
+		ArgsUsage: "task",
+		Action:    r.taskResetEpoch,
 	}}
 	for _, c := range subs {
 		c.HideHelp = true
@@ -69,14 +74,17 @@ func (r *runner) taskCommand() *cli.Command {
 	}
 	return &cli.Command{
 		Name:      "task",
-		Usage:     "manage replication tasks: add, list, show, start, stop, rm",
-		ArgsUsage: "[--root path] add|list|show|start|stop|rm [args]",
+		Usage:     "manage replication tasks: add, list, show, start, stop, rm, reset-epoch",
+		ArgsUsage: "[--root path] add|list|show|start|stop|rm|reset-epoch [args]",
 		Description: `  add [--replace] -f task.yaml  add a task from a YAML or JSON spec (- for stdin)
   list                          tasks with their owner, state, position and lag
   show <task>                   spec, lastCommit and instances (RUNNING, STANDBY …)
   start <task>                  desired state running; restarts a FAILED task
   stop <task>                   desired state stopped: the owner pauses (cold: gives it up)
   rm <task>                     remove a task no core stands by for
+  reset-epoch <task>            set a stopped task's stored epochs (target checkpoint
+                                and lastCommit) to 0, after moving it to another
+                                coordination ensemble (docs/replication.md)
 
 Replication tasks live under /mysql_replicator (--root, or SHEPHERD_REPLICATION_ROOT):
 tasks/<task> holds the spec, tasks/<task>/instances the cores standing by for it
@@ -86,9 +94,9 @@ the checkpoint. See docs/replication.md.`,
 		Subcommands: subs,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usagef("task: unknown verb %q: want add, list, show, start, stop or rm", c.Args().First())
+				return usagef("task: unknown verb %q: want add, list, show, start, stop, rm or reset-epoch", c.Args().First())
 			}
-			return usagef("task: missing verb: add, list, show, start, stop or rm (shepherd ctl task --help)")
+			return usagef("task: missing verb: add, list, show, start, stop, rm or reset-epoch (shepherd ctl task --help)")
 		},
 	}
 }
@@ -271,5 +279,31 @@ func (r *runner) taskRemove(c *cli.Context) error {
 		}{name})
 	}
 	fmt.Fprintf(r.env.Stdout, "task %s removed\n", name)
+	return nil
+}
+
+func (r *runner) taskResetEpoch(c *cli.Context) error {
+	name, err := taskArg(c)
+	if err != nil {
+		return err
+	}
+	a, err := r.admin(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	res, err := a.ResetEpoch(ctx, name, r.engine, r.logger())
+	if err != nil {
+		return err
+	}
+	if r.json {
+		return writeJSON(r.env.Stdout, res)
+	}
+	lc := "no lastCommit"
+	if res.LastCommitEpoch >= 0 {
+		lc = fmt.Sprintf("lastCommit epoch %d → 0", res.LastCommitEpoch)
+	}
+	fmt.Fprintf(r.env.Stdout, "task %s: target checkpoint epoch %d → 0, %s; shepherd ctl task start %s to resume\n", name, res.TargetEpoch, lc, name)
 	return nil
 }

@@ -3,6 +3,8 @@ package ctl
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -102,15 +104,32 @@ func TestTaskVerbs(t *testing.T) {
 			t.Fatalf("task show --json: %s", js)
 		}
 
+		if r := runCtl(t, conn, "task", "reset-epoch", "copy_hot_item"); r.code != ExitFailure ||
+			!strings.Contains(r.stderr, "copy_hot_item is running: shepherd ctl task stop copy_hot_item first") {
+			t.Fatalf("reset-epoch of a running task: %v", r)
+		}
 		mustCtl(t, conn, "task", "stop", "copy_hot_item")
 		if got := mustCtl(t, conn, "task", "list"); !strings.Contains(got, "stopped") {
 			t.Fatalf("list after stop:\n%s", got)
+		}
+		if r := runCtl(t, conn, "task", "reset-epoch", "copy_hot_item"); r.code != ExitFailure ||
+			!strings.Contains(r.stderr, "copy_hot_item is still RUNNING on db-a-0000000000") {
+			t.Fatalf("reset-epoch while an instance is RUNNING: %v", r)
 		}
 		if r := runCtl(t, conn, "task", "rm", "copy_hot_item"); r.code != ExitFailure ||
 			!strings.Contains(r.stderr, "has instances db-a-0000000000, db-b-0000000001: stop the cores started with --task copy_hot_item") {
 			t.Fatalf("rm with instances: %v", r)
 		}
 		s.Close() // the cores go
+		// Stopped, nobody RUNNING: the epochs go back to 0.
+		eng := &fakeEngine{targetEpoch: 77}
+		r := runCtlEnv(t, Env{Engine: eng}, conn, "task", "reset-epoch", "copy_hot_item")
+		if r.code != 0 || r.stdout != "task copy_hot_item: target checkpoint epoch 77 → 0, lastCommit epoch 77 → 0; shepherd ctl task start copy_hot_item to resume\n" || eng.resets != 1 {
+			t.Fatalf("reset-epoch: %v (%d resets)", r, eng.resets)
+		}
+		if show := mustCtl(t, conn, "task", "show", "copy_hot_item"); !strings.Contains(show, "mysql-bin.000003:1200") || !strings.Contains(show, "epoch 0") {
+			t.Errorf("task show after reset-epoch:\n%s", show)
+		}
 		mustCtl(t, conn, "task", "start", "copy_hot_item")
 		if got := mustCtl(t, conn, "task", "rm", "copy_hot_item"); got != "task copy_hot_item removed\n" {
 			t.Fatalf("rm printed %q", got)
@@ -143,6 +162,8 @@ func TestTaskVerbErrors(t *testing.T) {
 			{[]string{"task", "frob"}, ExitUsage, "unknown verb \"frob\""},
 			{[]string{"task", "show"}, ExitUsage, "want one task name"},
 			{[]string{"task", "start", "nope"}, ExitFailure, "no such task: nope"},
+			{[]string{"task", "reset-epoch", "nope"}, ExitFailure, "no such task: nope"},
+			{[]string{"task", "reset-epoch"}, ExitUsage, "want one task name"},
 			{[]string{"task", "show", "a/b"}, ExitFailure, "no such task"},
 			{[]string{"task", "--root", "rel", "list"}, ExitUsage, "--root \"rel\""},
 		} {
@@ -174,3 +195,36 @@ func dialSession(t testing.TB, connect string) *recipe.Session {
 	t.Cleanup(s.Close)
 	return s
 }
+
+// fakeEngine stands in for the target's checkpoint in reset-epoch.
+type fakeEngine struct {
+	targetEpoch int64
+	resets      int
+}
+
+func (e *fakeEngine) Open(context.Context, *core.Spec, *slog.Logger) (core.Replicator, error) {
+	return fakeReplicator{e}, nil
+}
+
+type fakeReplicator struct{ e *fakeEngine }
+
+func (f fakeReplicator) ResetEpoch(context.Context) (int64, error) {
+	f.e.resets++
+	prev := f.e.targetEpoch
+	f.e.targetEpoch = 0
+	return prev, nil
+}
+
+func (fakeReplicator) ResolveStart(context.Context, string) (core.Position, error) {
+	return core.Position{}, errors.New("fakeReplicator: not used")
+}
+
+func (fakeReplicator) TargetCheckpoint(context.Context) (core.Checkpoint, bool, error) {
+	return core.Checkpoint{}, false, errors.New("fakeReplicator: not used")
+}
+
+func (fakeReplicator) Run(context.Context, core.Position, int64, string, func(core.Progress)) error {
+	return errors.New("fakeReplicator: not used")
+}
+
+func (fakeReplicator) Close() error { return nil }

@@ -106,6 +106,14 @@ func (s checkpointStore) claim(ctx context.Context, db execer, epoch int64, owne
 	return s.checkFence(ctx, db, res, epoch)
 }
 
+// resetEpoch sets the row's epoch to 0, position untouched.
+func (s checkpointStore) resetEpoch(ctx context.Context, db execer) error {
+	if _, err := db.ExecContext(ctx, "UPDATE "+s.table+" SET epoch = 0 WHERE task = ?", s.task); err != nil {
+		return fmt.Errorf("reset the epoch of task %q in %s: %w", s.task, s.table, err)
+	}
+	return nil
+}
+
 // commit writes the position inside the caller's transaction, on
 // condition that no larger epoch has claimed the task. It clears
 // ddlPending unless pending is given.

@@ -86,6 +86,29 @@ func TestFencing(t *testing.T) {
 	if err := newer.stop(); err != nil {
 		t.Errorf("epoch 2 Run: %v", err)
 	}
+
+	// After a move to another coordination ensemble, epochs start small
+	// again: ResetEpoch lets them claim the task, from the stored position.
+	prev, err := r1.ResetEpoch(t.Context())
+	if err != nil || prev != 2 {
+		t.Fatalf("ResetEpoch = %d, %v; want the stored epoch 2", prev, err)
+	}
+	if after, _, _ := r1.TargetCheckpoint(t.Context()); after.Epoch != 0 || after.Position != cp.Position {
+		t.Fatalf("checkpoint after ResetEpoch: %+v; want epoch 0 at %s", after, cp.Position)
+	}
+	more := backgroundLoad(t, source, db, 500)
+	moved := startRun(t, r1, from, 1, "moved")
+	if err := <-more; err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	waitCaughtUp(t, r1, source, moved)
+	assertSameData(t, source, target, db, db)
+	if err := moved.stop(); err != nil {
+		t.Errorf("Run after ResetEpoch: %v", err)
+	}
+	if cp, _, _ := r1.TargetCheckpoint(t.Context()); cp.Epoch != 1 || cp.Owner != "moved" {
+		t.Errorf("checkpoint epoch %d owner %q, want 1 and moved", cp.Epoch, cp.Owner)
+	}
 }
 
 func TestSourceNotRowBased(t *testing.T) {

@@ -111,6 +111,25 @@ func (r *Replicator) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, er
 	return row.Checkpoint, true, nil
 }
 
+// ResetEpoch sets the epoch of the task's checkpoint row in the target
+// back to 0, keeping its position, and returns the epoch it held (0 with
+// no row). Owners' epochs are zxids of one coordination ensemble; after a
+// move to another ensemble, or a coordination server started on an empty
+// data directory, new owners have smaller epochs than the row and are
+// fenced for good. The reset lets any epoch claim the task again — an
+// owner still running under the old ensemble included, so stop every
+// instance of the task first.
+func (r *Replicator) ResetEpoch(ctx context.Context) (int64, error) {
+	row, ok, err := r.ckpt.read(ctx, r.target)
+	if err != nil || !ok {
+		return 0, err
+	}
+	if err := r.ckpt.resetEpoch(ctx, r.target); err != nil {
+		return 0, fmt.Errorf("task %q: %w", r.cfg.Task, err)
+	}
+	return row.Epoch, nil
+}
+
 // Close releases the connections. Cancel a Run's context first: a Run
 // that finds the connections closed returns ErrClosed.
 func (r *Replicator) Close() error {
