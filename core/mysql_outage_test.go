@@ -2,77 +2,32 @@ package core
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/shepherd-dev/shepherd/coord"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
-
-// restartable is a coordination server of the test's own, restartable
-// with its data on the same address.
-type restartable struct {
-	addr    string
-	restart func(t testing.TB)
-}
-
-func restartableShepherd(t testing.TB) restartable {
-	cfg := coord.DefaultConfig()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.DataDir = t.TempDir()
-	cfg.TickTime = 500 * time.Millisecond
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	var srv *coord.Server
-	start := func() {
-		var err error
-		if srv, err = coord.NewServer(cfg); err == nil {
-			err = srv.Start()
-		}
-		if err != nil {
-			t.Fatalf("start shepherd coord: %v", err)
-		}
-	}
-	start()
-	cfg.Listen = srv.Addr() // the same port after a restart
-	t.Cleanup(func() { _ = srv.Close() })
-	return restartable{addr: srv.Addr(), restart: func(t testing.TB) {
-		if err := srv.Close(); err != nil {
-			t.Fatalf("stop shepherd coord: %v", err)
-		}
-		start()
-	}}
-}
-
-func restartableZooKeeper(t testing.TB) restartable {
-	z := testpeer.StartZooKeeperWith(t, testpeer.ZKOptions{
-		TickTime:    500 * time.Millisecond,
-		ExtraConfig: map[string]string{"maxSessionTimeout": "30000", "forceSync": "no"},
-	})
-	return restartable{addr: z.Addr(), restart: z.Restart}
-}
 
 // TestMySQLCoordServerRestart: the coordination server restarts in the
 // middle of a load. Its sessions outlive the restart, so the RUNNING core
 // keeps the task — same instance, same epoch — pausing while it cannot
 // reach the server; nothing is lost or applied twice.
 func TestMySQLCoordServerRestart(t *testing.T) {
-	servers := map[string]func(testing.TB) restartable{"shepherd": restartableShepherd, "zookeeper": restartableZooKeeper}
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		source, target := sharedMariaDB(t)
 		ctx := ctxFor(t, 3*time.Minute)
-		srv := servers[tg.Name](t)
-		const sessionTimeout = 20 * time.Second // outlasts a JVM restart
-		a := NewAdmin(dial(t, srv.addr, sessionTimeout), "")
+		srv := coordtest.StartRestartable(t, tg.Name, 500*time.Millisecond)
+		const sessionTimeout = 30 * time.Second // outlasts a JVM restart on a busy machine
+		a := NewAdmin(dial(t, srv.Addr, sessionTimeout), "")
 		db := testDB("restart")
 		createWorkloadSchema(t, db, source, target)
 		task := "restart_" + db
 		mustAdd(t, a, mysqlSpec(task, db, source, target))
-		startCoreOn(t, dial(t, srv.addr, sessionTimeout), "a", MySQL{}, func(c *Config) { c.Tasks = []string{task} })
+		startCoreOn(t, dial(t, srv.Addr, sessionTimeout), "a", MySQL{}, func(c *Config) { c.Tasks = []string{task} })
 		before := waitOwner(t, a, task, "a", StateRunning, 30*time.Second)
-		startCoreOn(t, dial(t, srv.addr, sessionTimeout), "b", MySQL{}, func(c *Config) { c.Tasks = []string{task} })
+		startCoreOn(t, dial(t, srv.Addr, sessionTimeout), "b", MySQL{}, func(c *Config) { c.Tasks = []string{task} })
 		waitFor(t, 10*time.Second, "the start position in lastCommit", func() error {
 			if lc, ok, err := readLastCommit(ctx, a.s, a.layout.LastCommit(task)); !ok || err != nil || lc.Position().IsZero() {
 				return fmt.Errorf("lastCommit %+v, %v", lc, err)
@@ -89,7 +44,7 @@ func TestMySQLCoordServerRestart(t *testing.T) {
 			return nil
 		})
 		began := time.Now()
-		srv.restart(t)
+		srv.Restart(t)
 		t.Logf("%s restarted in %v", tg.Name, time.Since(began).Round(time.Millisecond))
 		if err := <-loaded; err != nil {
 			t.Fatal(err)
