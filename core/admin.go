@@ -280,6 +280,19 @@ func (a *Admin) SetState(ctx context.Context, name, state string) error {
 // clearFailure removes the failure record from a task's lastCommit,
 // keeping its owner and epoch.
 func (a *Admin) clearFailure(ctx context.Context, name string) error {
+	return a.editLastCommit(ctx, name, func(lc *LastCommit, err error) (bool, error) {
+		if err != nil || lc.Failure == nil {
+			return false, nil
+		}
+		lc.Failure = nil
+		return true, nil
+	})
+}
+
+// editLastCommit reads a task's lastCommit, if it has one, has edit change
+// it (parseErr is why it could not be read, if so), and writes it back
+// unless edit says not to, on condition that nobody wrote it meanwhile.
+func (a *Admin) editLastCommit(ctx context.Context, name string, edit func(lc *LastCommit, parseErr error) (bool, error)) error {
 	p := a.layout.LastCommit(name)
 	return a.retry(ctx, func() error {
 		data, st, err := a.s.Get(ctx, p)
@@ -290,10 +303,10 @@ func (a *Admin) clearFailure(ctx context.Context, name string) error {
 			return err
 		}
 		lc, err := ParseLastCommit(data)
-		if err != nil || lc.Failure == nil {
-			return nil
+		write, err := edit(&lc, err)
+		if err != nil || !write {
+			return err
 		}
-		lc.Failure = nil
 		_, err = a.s.Set(ctx, p, lc.Marshal(), st.Version)
 		return err
 	})
@@ -380,23 +393,13 @@ func (a *Admin) ResetEpoch(ctx context.Context, name string, e Engine, log *slog
 	if res.TargetEpoch, err = r.ResetEpoch(ctx); err != nil {
 		return res, fmt.Errorf("core: reset epoch of task %q: %w", name, err)
 	}
-	p := a.layout.LastCommit(name)
-	err = a.retry(ctx, func() error {
-		data, st, err := a.s.Get(ctx, p)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
+	err = a.editLastCommit(ctx, name, func(lc *LastCommit, err error) (bool, error) {
 		if err != nil {
-			return err
-		}
-		lc, err := ParseLastCommit(data)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
+			return false, fmt.Errorf("%s: %w", a.layout.LastCommit(name), err)
 		}
 		res.LastCommitEpoch = lc.Epoch
 		lc.Epoch = 0
-		_, err = a.s.Set(ctx, p, lc.Marshal(), st.Version)
-		return err
+		return true, nil
 	})
 	if err != nil {
 		return res, fmt.Errorf("core: reset epoch of task %q in lastCommit: %w", name, err)

@@ -114,6 +114,17 @@ func (r *runner) admin(c *cli.Context) (*core.Admin, error) {
 	return core.NewAdmin(s, root), nil
 }
 
+// oneTask returns the task name argument and the admin, for the verbs
+// on one task.
+func (r *runner) oneTask(c *cli.Context) (string, *core.Admin, error) {
+	name, err := taskArg(c)
+	if err != nil {
+		return "", nil, err
+	}
+	a, err := r.admin(c)
+	return name, a, err
+}
+
 // taskArg returns the task name argument.
 func taskArg(c *cli.Context) (string, error) {
 	args := c.Args().Slice()
@@ -211,11 +222,7 @@ func (r *runner) taskList(c *cli.Context) error {
 }
 
 func (r *runner) taskShow(c *cli.Context) error {
-	name, err := taskArg(c)
-	if err != nil {
-		return err
-	}
-	a, err := r.admin(c)
+	name, a, err := r.oneTask(c)
 	if err != nil {
 		return err
 	}
@@ -235,11 +242,7 @@ func (r *runner) taskShow(c *cli.Context) error {
 
 func (r *runner) taskSetState(state string) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		name, err := taskArg(c)
-		if err != nil {
-			return err
-		}
-		a, err := r.admin(c)
+		name, a, err := r.oneTask(c)
 		if err != nil {
 			return err
 		}
@@ -260,11 +263,7 @@ func (r *runner) taskSetState(state string) cli.ActionFunc {
 }
 
 func (r *runner) taskRemove(c *cli.Context) error {
-	name, err := taskArg(c)
-	if err != nil {
-		return err
-	}
-	a, err := r.admin(c)
+	name, a, err := r.oneTask(c)
 	if err != nil {
 		return err
 	}
@@ -283,11 +282,7 @@ func (r *runner) taskRemove(c *cli.Context) error {
 }
 
 func (r *runner) taskResetEpoch(c *cli.Context) error {
-	name, err := taskArg(c)
-	if err != nil {
-		return err
-	}
-	a, err := r.admin(c)
+	name, a, err := r.oneTask(c)
 	if err != nil {
 		return err
 	}
