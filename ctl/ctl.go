@@ -441,6 +441,17 @@ func usageLine(c *cli.Context) string {
 	return strings.TrimSpace(c.Command.Name + " " + c.Command.ArgsUsage)
 }
 
+// argsSession checks the command's argument count (see argsN) and opens
+// the session, for the verbs that take plain arguments.
+func (r *runner) argsSession(c *cli.Context, min, max int) ([]string, *recipe.Session, error) {
+	args, err := argsN(c, min, max)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := r.session()
+	return args, s, err
+}
+
 // argsN returns the command's arguments if there are between min and max
 // of them (max < 0: no limit), and a usage error naming the problem
 // otherwise.

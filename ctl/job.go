@@ -175,10 +175,7 @@ type jobSummary struct {
 }
 
 func (r *runner) jobList(c *cli.Context) error {
-	if _, err := argsN(c, 0, 0); err != nil {
-		return err
-	}
-	s, err := r.session()
+	_, s, err := r.argsSession(c, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -241,11 +238,7 @@ func (r *runner) fillSummary(ctx context.Context, sum *jobSummary) error {
 }
 
 func (r *runner) jobShow(c *cli.Context) error {
-	args, err := argsN(c, 1, 1)
-	if err != nil {
-		return err
-	}
-	s, err := r.session()
+	args, s, err := r.argsSession(c, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -371,11 +364,7 @@ func (r *runner) jobRunNow(c *cli.Context) error {
 
 func (r *runner) jobPause(pause bool) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		args, err := argsN(c, 1, 1)
-		if err != nil {
-			return err
-		}
-		s, err := r.session()
+		args, s, err := r.argsSession(c, 1, 1)
 		if err != nil {
 			return err
 		}
@@ -386,11 +375,7 @@ func (r *runner) jobPause(pause bool) cli.ActionFunc {
 }
 
 func (r *runner) jobRemove(c *cli.Context) error {
-	args, err := argsN(c, 1, 1)
-	if err != nil {
-		return err
-	}
-	s, err := r.session()
+	args, s, err := r.argsSession(c, 1, 1)
 	if err != nil {
 		return err
 	}
@@ -402,11 +387,7 @@ func (r *runner) jobRemove(c *cli.Context) error {
 // jobLogs prints a run's log file when it is on this machine, and the
 // output tail kept in its result otherwise.
 func (r *runner) jobLogs(c *cli.Context) error {
-	args, err := argsN(c, 1, 2)
-	if err != nil {
-		return err
-	}
-	s, err := r.session()
+	args, s, err := r.argsSession(c, 1, 2)
 	if err != nil {
 		return err
 	}

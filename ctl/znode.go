@@ -351,19 +351,11 @@ type statResult struct {
 }
 
 func (r *runner) set(c *cli.Context) error {
-	args, err := argsN(c, 2, 2)
-	if err != nil {
-		return err
-	}
 	v, err := version(c)
 	if err != nil {
 		return err
 	}
-	p, err := pathArg(args, false)
-	if err != nil {
-		return err
-	}
-	s, err := r.session()
+	args, p, s, err := r.pathCommand(c, 2, 2, false)
 	if err != nil {
 		return err
 	}
@@ -418,19 +410,11 @@ type deleteResult struct {
 }
 
 func (r *runner) delete(c *cli.Context) error {
-	args, err := argsN(c, 1, 1)
-	if err != nil {
-		return err
-	}
 	v, err := version(c)
 	if err != nil {
 		return err
 	}
-	p, err := pathArg(args, false)
-	if err != nil {
-		return err
-	}
-	s, err := r.session()
+	_, p, s, err := r.pathCommand(c, 1, 1, false)
 	if err != nil {
 		return err
 	}
