@@ -67,34 +67,7 @@ func TestCuratorInterop(t *testing.T) {
 		ctx := ctxFor(t, 120*time.Second)
 
 		t.Run("InterProcessMutex", func(t *testing.T) {
-			p := testPath(t)
-			m := NewMutex(s, p)
-			if err := m.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			java.send("lock %s", p)
-			for _, n := range waitChildren(t, s, p, 2) {
-				if !curatorLockNode.MatchString(n) {
-					t.Errorf("node %q does not have InterProcessMutex's shape %v", n, curatorLockNode)
-				}
-			}
-			java.quiet("Go holds the lock")
-			if err := m.Unlock(); err != nil {
-				t.Fatal(err)
-			}
-			java.expect("locked", 10*time.Second)
-			done := lockAsync(ctx, m)
-			waitChildren(t, s, p, 2)
-			waitParked(t, []*Session{s}, 1)
-			notYet(t, done, "Go Lock while Curator holds the lock")
-			java.send("unlock")
-			java.expect("unlocked", 10*time.Second)
-			if err := recv(t, done, "Go Lock after Curator released"); err != nil {
-				t.Fatal(err)
-			}
-			if err := m.Unlock(); err != nil {
-				t.Fatal(err)
-			}
+			lockHandoff(t, ctx, s, java, "Curator", NewMutex(s, testPath(t)), curatorLockNode)
 		})
 
 		t.Run("contention", func(t *testing.T) {

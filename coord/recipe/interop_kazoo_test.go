@@ -29,34 +29,7 @@ func TestKazooInterop(t *testing.T) {
 		ctx := ctxFor(t, 120*time.Second)
 
 		t.Run("Lock", func(t *testing.T) {
-			p := testPath(t)
-			m := NewMutex(s, p, WithNaming(KazooNaming))
-			if err := m.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			py.send("lock %s", p)
-			for _, n := range waitChildren(t, s, p, 2) {
-				if !kazooLockNode.MatchString(n) {
-					t.Errorf("node %q does not have kazoo's shape %v", n, kazooLockNode)
-				}
-			}
-			py.quiet("Go holds the lock")
-			if err := m.Unlock(); err != nil {
-				t.Fatal(err)
-			}
-			py.expect("locked", 10*time.Second)
-			done := lockAsync(ctx, m)
-			waitChildren(t, s, p, 2)
-			waitParked(t, []*Session{s}, 1)
-			notYet(t, done, "Go Lock while kazoo holds the lock")
-			py.send("unlock")
-			py.expect("unlocked", 10*time.Second)
-			if err := recv(t, done, "Go Lock after kazoo released"); err != nil {
-				t.Fatal(err)
-			}
-			if err := m.Unlock(); err != nil {
-				t.Fatal(err)
-			}
+			lockHandoff(t, ctx, s, py, "kazoo", NewMutex(s, testPath(t), WithNaming(KazooNaming)), kazooLockNode)
 		})
 
 		t.Run("contention with Curator naming", func(t *testing.T) {

@@ -2,9 +2,11 @@ package recipe
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -118,5 +120,40 @@ func (p *linePeer) quiet(what string) {
 	case a := <-p.answers:
 		p.t.Fatalf("%s answered %q while %s", p.name, a, what)
 	case <-time.After(150 * time.Millisecond):
+	}
+}
+
+// lockHandoff passes the lock at m's path between Go (m, on session s)
+// and a peer process speaking the lock/unlock line protocol: while Go
+// holds it the peer waits, queued behind Go with a node of nodeShape;
+// then the peer holds it and Go waits, until the peer unlocks.
+func lockHandoff(t *testing.T, ctx context.Context, s *Session, peer *linePeer, name string, m *Mutex, nodeShape *regexp.Regexp) {
+	t.Helper()
+	p := m.Path()
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	peer.send("lock %s", p)
+	for _, n := range waitChildren(t, s, p, 2) {
+		if !nodeShape.MatchString(n) {
+			t.Errorf("node %q does not have %s's shape %v", n, name, nodeShape)
+		}
+	}
+	peer.quiet("Go holds the lock")
+	if err := m.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	peer.expect("locked", 10*time.Second)
+	done := lockAsync(ctx, m)
+	waitChildren(t, s, p, 2)
+	waitParked(t, []*Session{s}, 1)
+	notYet(t, done, "Go Lock while "+name+" holds the lock")
+	peer.send("unlock")
+	peer.expect("unlocked", 10*time.Second)
+	if err := recv(t, done, "Go Lock after "+name+" released"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(); err != nil {
+		t.Fatal(err)
 	}
 }
