@@ -85,3 +85,46 @@ func benchHandoff(b *testing.B, tg *target, n int) {
 	b.ReportMetric(float64(w1-w0)/r, "wakeups/release")
 	b.ReportMetric(float64(a1-a0)/r, "events/release")
 }
+
+// BenchmarkMutexTakeover measures how long a waiter takes to get a Mutex
+// after its holder, another process, is killed with SIGKILL: the server
+// must expire the dead holder's session (faultTimeout), then notify the
+// waiter. It reports the mean takeover and its excess over the session
+// timeout, on each target server — the figure the kill tests only log.
+//
+//	SHEPHERD_IT=1 go test -run '^$' -bench BenchmarkMutexTakeover -benchtime 5x ./coord/recipe/
+func BenchmarkMutexTakeover(b *testing.B) {
+	for _, tg := range targets {
+		b.Run(tg.name, func(b *testing.B) {
+			tg.require(b)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			s := dial(b, tg.addr, Options{Logger: slog.New(slog.DiscardHandler)})
+			var total time.Duration
+			for range b.N {
+				p := testPath(b)
+				cmd, l := startProcess(b, "mutex", tg.addr, p, "")
+				if l == "" {
+					b.Fatalf("holder process said nothing")
+				}
+				m := NewMutex(s, p)
+				done := lockAsync(ctx, m)
+				waitChildren(b, s, p, 2)
+				killed := time.Now()
+				if err := cmd.Process.Kill(); err != nil {
+					b.Fatal(err)
+				}
+				if err := recv(b, done, "Lock after the holder was killed"); err != nil {
+					b.Fatal(err)
+				}
+				total += time.Since(killed)
+				if err := m.Unlock(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			mean := total / time.Duration(b.N)
+			b.ReportMetric(float64(mean.Milliseconds()), "takeover-ms")
+			b.ReportMetric(float64((mean - faultTimeout).Milliseconds()), "over-timeout-ms")
+		})
+	}
+}

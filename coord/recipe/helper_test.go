@@ -1,36 +1,39 @@
 package recipe
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"testing"
 	"time"
 )
 
-// The fault tests kill lock holders with SIGKILL. The holder is this test
-// binary re-executed with helperEnv set: runHelper, called first thing by
-// TestMain, then acts the holder instead of running tests.
-const helperEnv = "RECIPE_TEST_HELPER"
+// processRoleEnv makes the test binary, re-executed, act as a process
+// the fault tests kill with SIGKILL: a lock holder, an election
+// candidate or a group member (see init below).
+const processRoleEnv = "RECIPE_PROCESS_ROLE"
 
-// runHelper runs the helper role named by helperEnv, if any, and reports
-// whether it did (the process must then exit without running tests).
-//
-// Role "mutex": dial RECIPE_ADDR with RECIPE_TIMEOUT, lock the Mutex at
-// RECIPE_PATH, print "locked <node>" and wait to be killed.
-func runHelper() bool {
-	role := os.Getenv(helperEnv)
+// The process dials RECIPE_ADDR with session timeout RECIPE_TIMEOUT, then
+// as role "mutex" locks the Mutex at RECIPE_PATH and prints "locked
+// <node>"; as role "candidate" campaigns at RECIPE_PATH as RECIPE_ID and prints
+// "leader <token>"; as role "member" joins the group RECIPE_PATH as
+// RECIPE_ID and prints "joined". Then it waits to be killed. It runs from
+// init, before TestMain and its test servers.
+func init() {
+	role := os.Getenv(processRoleEnv)
 	if role == "" {
-		return false
+		return
 	}
-	if err := helperMain(role); err != nil {
-		fmt.Fprintf(os.Stderr, "helper %s: %v\n", role, err)
+	if err := processRole(role); err != nil {
+		fmt.Fprintf(os.Stderr, "process role %s: %v\n", role, err)
 		os.Exit(1)
 	}
 	os.Exit(0)
-	return true
 }
 
-func helperMain(role string) error {
+func processRole(role string) error {
 	timeout, err := time.ParseDuration(os.Getenv("RECIPE_TIMEOUT"))
 	if err != nil {
 		return fmt.Errorf("RECIPE_TIMEOUT: %w", err)
@@ -41,15 +44,63 @@ func helperMain(role string) error {
 	if err != nil {
 		return err
 	}
+	path, id := os.Getenv("RECIPE_PATH"), os.Getenv("RECIPE_ID")
 	switch role {
 	case "mutex":
-		m := NewMutex(s, os.Getenv("RECIPE_PATH"))
+		m := NewMutex(s, path)
 		if err := m.Lock(ctx); err != nil {
 			return err
 		}
 		fmt.Printf("locked %s\n", m.Node())
+	case "candidate":
+		e := NewElection(s, path, id)
+		if err := e.Campaign(ctx); err != nil {
+			return err
+		}
+		fmt.Printf("leader %d\n", e.Token())
+	case "member":
+		if _, err := Join(ctx, s, path, id, nil); err != nil {
+			return err
+		}
+		fmt.Println("joined")
 	default:
 		return fmt.Errorf("unknown role %q", role)
 	}
 	select {} // until SIGKILL
+}
+
+// startProcess runs this test binary as role (see processRoleEnv), and
+// returns it and its first line of output.
+func startProcess(t testing.TB, role, addr, path, id string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), processRoleEnv+"="+role, "RECIPE_ADDR="+addr, "RECIPE_PATH="+path,
+		"RECIPE_ID="+id, "RECIPE_TIMEOUT="+faultTimeout.String())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+	}()
+	select {
+	case l := <-line:
+		return cmd, l
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the %s process said nothing within 30s", role)
+		return nil, ""
+	}
 }
