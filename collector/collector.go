@@ -92,7 +92,6 @@ type Collector struct {
 	uncommitted   bool   // output was written that a failed commit did not cover
 	inflight      []byte // status sent by a commit whose outcome is unknown
 	lastCommit    time.Time
-	lastBytes     int64
 
 	mu    sync.Mutex
 	stats Stats

@@ -60,9 +60,3 @@ func (p *publisher) set(ctx context.Context, edit func(st *InstanceState)) error
 	return nil
 }
 
-// state returns the last state set.
-func (p *publisher) state() InstanceState {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.st
-}
