@@ -54,7 +54,7 @@ func (r *runner) runHeld(what string, lost <-chan struct{}, argv, env []string) 
 	}
 	forward := func(sig os.Signal) { _ = signalGroup(cmd.Process, sig) }
 	prev := r.sigs.route(forward)
-	defer r.sigs.route(prev)
+	defer func() { r.sigs.route(prev) }() // restore, discarding forward
 
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

@@ -91,7 +91,7 @@ func (v *Value) read(ctx context.Context) (<-chan zk.Event, error) {
 	if !errors.Is(err, zk.ErrNoNode) {
 		return nil, err
 	}
-	ok, st, ch, err := v.s.ExistsW(ctx, v.path)
+	ok, _, ch, err := v.s.ExistsW(ctx, v.path)
 	if err != nil {
 		return nil, err
 	}
