@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -12,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shepherd-dev/shepherd/coord"
-	"github.com/shepherd-dev/shepherd/internal/testpeer"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // envChild makes the test binary run one collector agent instead of the
@@ -78,45 +76,19 @@ type target struct {
 }
 
 // forEachTarget runs fn against `shepherd coord` in-process and against
-// Apache ZooKeeper 3.8.
+// Apache ZooKeeper 3.8, each the test's own.
 func forEachTarget(t *testing.T, fn func(t *testing.T, tg *target)) {
-	t.Run("shepherd", func(t *testing.T) { fn(t, startShepherd(t)) })
-	t.Run("zookeeper", func(t *testing.T) {
-		z := testpeer.StartZooKeeper(t)
-		fn(t, &target{name: "zookeeper", addr: z.Addr(), restart: z.Restart})
-	})
+	for _, name := range []string{"shepherd", "zookeeper"} {
+		t.Run(name, func(t *testing.T) { fn(t, startTarget(t, name)) })
+	}
 }
 
-func startShepherd(t testing.TB) *target {
+func startShepherd(t testing.TB) *target { return startTarget(t, "shepherd") }
+
+func startTarget(t testing.TB, name string) *target {
 	t.Helper()
-	dir := t.TempDir()
-	start := func(listen string) *coord.Server {
-		cfg := coord.DefaultConfig()
-		cfg.Listen = listen
-		cfg.DataDir = dir
-		cfg.TickTime = 500 * time.Millisecond
-		cfg.MaxClientConns = 0
-		cfg.NoSync = true
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-		srv, err := coord.NewServer(cfg)
-		if err == nil {
-			err = srv.Start()
-		}
-		if err != nil {
-			t.Fatalf("start shepherd coord on %s: %v", listen, err)
-		}
-		return srv
-	}
-	srv := start("127.0.0.1:0")
-	tg := &target{name: "shepherd", addr: srv.Addr()}
-	tg.restart = func(t testing.TB) {
-		if err := srv.Close(); err != nil {
-			t.Fatalf("stop shepherd coord: %v", err)
-		}
-		srv = start(tg.addr)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	return tg
+	r := coordtest.StartRestartable(t, name, 500*time.Millisecond)
+	return &target{name: name, addr: r.Addr, restart: r.Restart}
 }
 
 // checkFor calls fn every poll until it returns nil, failing the test
