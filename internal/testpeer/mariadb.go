@@ -1,6 +1,7 @@
 package testpeer
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -347,7 +348,45 @@ func (m *MariaDB) Kill() {
 // Pause freezes the server with SIGSTOP: connections stay open but
 // nothing answers, as with a hung host or a network partition. Resume
 // undoes it; Stop and Kill also work on a paused server.
-func (m *MariaDB) Pause() error { return m.signal(syscall.SIGSTOP) }
+//
+// It returns once every thread has stopped: kill(2) only queues the stop,
+// and on a busy machine a thread can go on serving a query for a while.
+func (m *MariaDB) Pause() error {
+	if err := m.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	pid := m.PID()
+	deadline := time.Now().Add(10 * time.Second)
+	for !allThreadsStopped(pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("testpeer: mariadb on %s (pid %d) did not stop within 10s of SIGSTOP", m.Addr(), pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// allThreadsStopped reports whether every thread of pid is in state T
+// (stopped) per /proc/<pid>/task/*/stat.
+func allThreadsStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// The state follows the command name, which is in parentheses
+		// and may itself hold spaces or parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
+}
 
 // Resume continues a server frozen by Pause.
 func (m *MariaDB) Resume() error { return m.signal(syscall.SIGCONT) }
