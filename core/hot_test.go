@@ -50,10 +50,20 @@ func TestHotStandbyHandOver(t *testing.T) {
 		})
 		first.stop()
 		next := waitOwner(t, a, "t1", "h2", StateRunning, 10*time.Second)
-		eng.mu.Lock()
-		last, froms := eng.lastBy[owner.Name], slices.Clone(eng.froms)
-		eng.mu.Unlock()
-		if i := slices.IndexFunc(froms, func(f ownerPos) bool { return f.owner == next.Name }); i < 0 || froms[i].pos != last {
+		// The instance shows RUNNING just before its first Run starts.
+		var last Position
+		var froms []ownerPos
+		i := -1
+		waitFor(t, 10*time.Second, "h2's first run", func() error {
+			eng.mu.Lock()
+			last, froms = eng.lastBy[owner.Name], slices.Clone(eng.froms)
+			eng.mu.Unlock()
+			if i = slices.IndexFunc(froms, func(f ownerPos) bool { return f.owner == next.Name }); i < 0 {
+				return fmt.Errorf("runs so far: %+v", froms)
+			}
+			return nil
+		})
+		if froms[i].pos != last {
 			t.Errorf("h2's runs started at %+v; want the first at %v, where h1 stopped (its final lastCommit)", froms, last)
 		}
 		if next.State.Epoch <= owner.State.Epoch {
