@@ -39,7 +39,7 @@ type wireMonitor struct {
 
 	mu        sync.Mutex
 	dials     int       // TCP connections dialled so far
-	gate      *sendGate // holds requests on a reconnection; nil if none
+	gate      *sendGate // holds replies on the newest connection; nil if none
 	confirmed time.Time // send time of the newest packet the server answered
 	sessionID int64     // from the latest connect response; 0 = none
 	timeout   time.Duration
@@ -59,7 +59,10 @@ func (m *wireMonitor) dialer() func(network, address string, timeout time.Durati
 		m.mu.Lock()
 		m.dials++
 		var g *sendGate
-		if m.dials > 1 && m.watching != nil && m.watching() {
+		switch {
+		case m.dials == 1:
+			g = newSendGate(firstReplyWait)
+		case m.watching != nil && m.watching():
 			g = newSendGate(setWatchesWait)
 		}
 		m.gate = g
@@ -75,6 +78,18 @@ var errConnectionDropped = errors.New("recipe: connection dropped by its session
 // for go-zookeeper's setWatches (see sendGate); it is reached only when no
 // watch was left to re-send after all.
 const setWatchesWait = 300 * time.Millisecond
+
+// firstReplyWait is how long a new session's first connection holds
+// back replies after the handshake. go-zookeeper runs sendSetWatches on
+// every connection, the first included, right after reporting the
+// session: had replies to the caller's first watch requests already
+// registered watches by then, it would read lastZxid while the receive
+// goroutine writes it (go-zookeeper/zk#35, seen under -race). Held
+// replies register nothing, so the connection goroutine finds no watch to
+// re-send and reads nothing; the wait only has to outlast those few
+// statements, and costs a new session at most this much on its first
+// replies.
+const firstReplyWait = 50 * time.Millisecond
 
 // A sendGate holds back the replies of a reconnected connection until
 // go-zookeeper has written its setWatches packet. go-zookeeper v1.0.4 reads
@@ -143,7 +158,7 @@ const xidNotification = -1 // a watch event: not a reply to anything
 type wireConn struct {
 	net.Conn
 	mon       *wireMonitor
-	gate      *sendGate     // nil unless this is a reconnection with watches to re-send
+	gate      *sendGate     // nil unless a first connection or a reconnection with watches to re-send
 	done      chan struct{} // closed by Close, to release a Read held at the gate
 	closeOnce sync.Once
 
