@@ -59,4 +59,3 @@ func (p *publisher) set(ctx context.Context, edit func(st *InstanceState)) error
 	}
 	return nil
 }
-
