@@ -6,12 +6,23 @@ BIN       := bin/shepherd
 TEST_ENV  := SHEPHERD_IT=1
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: build test bench demo lint fuzz clean
+.PHONY: build test test-deps demo-deps bench demo lint fuzz clean
+
+# staticcheck runs from the module proxy at a pinned version; go.mod stays ours.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 build:
 	$(GO) build -o $(BIN) ./cmd/shepherd
 
-test:
+# The tests and the demo install the peers they need (Debian packages) first;
+# the script does nothing when they are there.
+test-deps:
+	scripts/install-deps.sh test
+
+demo-deps:
+	scripts/install-deps.sh demo
+
+test: test-deps
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
 
 # Side-by-side benchmarks: the coordination server's workloads against
@@ -26,12 +37,14 @@ bench: build
 	$(TEST_ENV) $(GO) test -run '^$$' -bench 'BenchmarkApply|BenchmarkSteadyLag' -benchtime 1x ./replication/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkMySQLFailover -benchtime 5x ./core/
 
-demo: build
+demo: build demo-deps
 	scripts/demo.sh
 
 lint:
+	$(GO) mod tidy -diff
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 # Short run of every fuzz target (the seed corpora also run in `make test`).
 FUZZTIME ?= 15s
