@@ -192,10 +192,12 @@ func mysqlSpec(name, db string, source, target *testpeer.MariaDB) *Spec {
 	return sp
 }
 
-// coreProc is `shepherd core` running as a child process.
+// coreProc is `shepherd core` (or, through startShepherdProc, another
+// subcommand) running as a child process.
 type coreProc struct {
 	t    testing.TB
-	host string
+	name string // in messages and the log file's name
+	host string // a core's --host; empty for other subcommands
 	cmd  *exec.Cmd
 	log  string
 	done chan struct{}
@@ -211,23 +213,33 @@ const coreSessionTimeout = 2 * time.Second
 // printed if the test failed.
 func startCoreProc(t testing.TB, connect, host string, args ...string) *coreProc {
 	t.Helper()
+	full := append([]string{"core", "--zk", connect, "--host", host,
+		"--session-timeout", coreSessionTimeout.String(), "--checkpoint-interval", "200ms",
+		"--retry-base", "100ms", "--retry-max", "1s", "--scan-interval", "500ms"}, args...)
+	p := startShepherdProc(t, "core-"+host, full...)
+	p.host = host
+	return p
+}
+
+// startShepherdProc starts `shepherd --log-level info args…` (any
+// subcommand) as a child process called name in messages and in its log
+// file's name, with startCoreProc's clean-up and log tail.
+func startShepherdProc(t testing.TB, name string, args ...string) *coreProc {
+	t.Helper()
 	bin := shepherdBinary(t)
-	logPath := filepath.Join(t.TempDir(), host+".log")
+	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := append([]string{"--log-level", "info", "core", "--zk", connect, "--host", host,
-		"--session-timeout", coreSessionTimeout.String(), "--checkpoint-interval", "200ms",
-		"--retry-base", "100ms", "--retry-max", "1s", "--scan-interval", "500ms"}, args...)
-	cmd := exec.Command(bin, full...)
+	cmd := exec.Command(bin, append([]string{"--log-level", "info"}, args...)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = childAttrs()
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("start %s: %v", bin, err)
 	}
-	p := &coreProc{t: t, host: host, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &coreProc{t: t, name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()
@@ -241,7 +253,7 @@ func startCoreProc(t testing.TB, connect, host string, args ...string) *coreProc
 			if len(lines) > 60 {
 				lines = lines[len(lines)-60:]
 			}
-			t.Logf("core %s log tail:\n%s", host, strings.Join(lines, "\n"))
+			t.Logf("%s log tail:\n%s", name, strings.Join(lines, "\n"))
 		}
 	})
 	return p
@@ -253,7 +265,7 @@ func (p *coreProc) signal(sig syscall.Signal) {
 	case <-p.done:
 	default:
 		if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-			p.t.Errorf("signal %v to core %s: %v", sig, p.host, err)
+			p.t.Errorf("signal %v to %s: %v", sig, p.name, err)
 		}
 	}
 }
@@ -272,7 +284,7 @@ func (p *coreProc) stop() {
 	select {
 	case <-p.done:
 	case <-time.After(15 * time.Second):
-		p.t.Errorf("core %s ignored SIGTERM for 15s; killing it", p.host)
+		p.t.Errorf("%s ignored SIGTERM for 15s; killing it", p.name)
 		p.kill9()
 	}
 }

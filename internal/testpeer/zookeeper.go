@@ -21,9 +21,13 @@ import (
 // ErrNotRunning reports an operation that needs a running ZooKeeper.
 var ErrNotRunning = errors.New("testpeer: zookeeper is not running")
 
-// ZooKeeper's main class. zkServer.sh is not used: it daemonises, so its
-// PID is not the JVM's, and it reads environment from /etc.
-const zkMainClass = "org.apache.zookeeper.server.ZooKeeperServerMain"
+// ZooKeeper's main classes: a standalone server, and a member of a quorum
+// (an Ensemble). zkServer.sh is not used: it daemonises, so its PID is not
+// the JVM's, and it reads environment from /etc.
+const (
+	zkMainClass  = "org.apache.zookeeper.server.ZooKeeperServerMain"
+	zkQuorumMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+)
 
 // Defaults of ZKOptions.
 const (
@@ -64,6 +68,7 @@ type ZooKeeper struct {
 	port    int
 	opts    ZKOptions
 	logPath string
+	myid    int // an Ensemble member's id; 0 for a standalone server
 
 	mu   sync.Mutex
 	proc *process // nil when stopped
@@ -121,15 +126,31 @@ func LaunchZooKeeper(dir string, opts ZKOptions) (*ZooKeeper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testpeer: find a port for zookeeper: %w", err)
 	}
-	z := &ZooKeeper{dir: dir, port: port, opts: opts, logPath: filepath.Join(dir, "zookeeper.log")}
-	if err := os.MkdirAll(z.DataDir(), 0o755); err != nil {
-		return nil, fmt.Errorf("testpeer: zookeeper data dir: %w", err)
-	}
-	if err := os.WriteFile(z.configPath(), z.config(), 0o644); err != nil {
-		return nil, fmt.Errorf("testpeer: write zoo.cfg: %w", err)
+	z, err := prepareZooKeeper(dir, port, 0, opts)
+	if err != nil {
+		return nil, err
 	}
 	if err := z.start(); err != nil {
 		return nil, err
+	}
+	return z, nil
+}
+
+// prepareZooKeeper writes the configuration (and, for an Ensemble member,
+// the myid file) of a server that start then launches. opts must have its
+// defaults filled in.
+func prepareZooKeeper(dir string, port, myid int, opts ZKOptions) (*ZooKeeper, error) {
+	z := &ZooKeeper{dir: dir, port: port, opts: opts, myid: myid, logPath: filepath.Join(dir, "zookeeper.log")}
+	if err := os.MkdirAll(z.DataDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("testpeer: zookeeper data dir: %w", err)
+	}
+	if myid != 0 {
+		if err := os.WriteFile(filepath.Join(z.DataDir(), "myid"), []byte(strconv.Itoa(myid)+"\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("testpeer: write myid: %w", err)
+		}
+	}
+	if err := os.WriteFile(z.configPath(), z.config(), 0o644); err != nil {
+		return nil, fmt.Errorf("testpeer: write zoo.cfg: %w", err)
 	}
 	return z, nil
 }
@@ -255,7 +276,11 @@ func (z *ZooKeeper) javaArgs() []string {
 	for _, k := range slices.Sorted(maps.Keys(z.opts.SystemProperties)) {
 		args = append(args, "-D"+k+"="+z.opts.SystemProperties[k])
 	}
-	return append(args, "-cp", ZooKeeperJar+":"+SLF4JSimpleJar, zkMainClass, z.configPath())
+	main := zkMainClass
+	if z.myid != 0 {
+		main = zkQuorumMain
+	}
+	return append(args, "-cp", ZooKeeperJar+":"+SLF4JSimpleJar, main, z.configPath())
 }
 
 // start launches the JVM and waits until it serves. It takes mu only to
