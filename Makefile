@@ -6,13 +6,21 @@ BIN       := bin/shepherd
 TEST_ENV  := SHEPHERD_IT=1
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: build test test-deps demo-deps bench demo lint fuzz clean
+.PHONY: build test test-deps demo-deps bench demo lint fuzz dist clean
 
 # staticcheck runs from the module proxy at a pinned version; go.mod stays ours.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
+# -buildvcs=auto: `shepherd --version` reports the commit even where
+# GOFLAGS turns VCS stamping off.
 build:
-	$(GO) build -o $(BIN) ./cmd/shepherd
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/shepherd
+
+# Release archives (tar.gz and .deb per architecture) in dist/.
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+DIST_ARCHS ?= amd64 arm64
+dist:
+	scripts/dist.sh $(VERSION) $(DIST_ARCHS)
 
 # The tests and the demo install the peers they need (Debian packages) first;
 # the script does nothing when they are there.
@@ -56,4 +64,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin .demo
+	rm -rf bin .demo dist

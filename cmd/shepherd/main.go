@@ -13,8 +13,9 @@ import (
 
 func main() {
 	app := &cli.App{
-		Name:  "shepherd",
-		Usage: "coordinator for MySQL binlog replication and distributed jobs",
+		Name:    "shepherd",
+		Usage:   "coordinator for MySQL binlog replication and distributed jobs",
+		Version: buildVersion(),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
