@@ -23,27 +23,64 @@ import (
 // machine, as production timeouts are.
 const ensembleSessionTimeout = 4 * time.Second
 
-// TestMySQLOnZooKeeperEnsemble runs Shepherd as it runs past one machine:
-// against a three-member Apache ZooKeeper ensemble, every process given the
-// full connect string. A replication task with two hot-standby cores, three
-// schedulers firing a job every second and three `ctl lock` holders work
-// under a steady write load while the ensemble's leader is killed, the
-// quorum re-forms, the old leader rejoins, and then a follower is killed.
-// Through all of it: never two RUNNING instances of the task, no scheduled
-// run executed twice in the same attempt, no two lock holders at once, and
-// the target identical to the source at the end.
+// TestMySQLOnZooKeeperEnsemble runs Shepherd as it runs past one machine.
+// A replication task starts on the bundled server and is moved onto a
+// three-member Apache ZooKeeper ensemble the way docs/deploy.md says
+// (stop the task, `ctl dump`, `ctl load`, `ctl task reset-epoch`, start it).
+// There, every process given the full connect string, two hot-standby
+// cores, three schedulers firing a job every second and three `ctl lock`
+// holders work under a steady write load while the ensemble's leader is
+// killed, the quorum re-forms, the old leader rejoins, and then a follower
+// is killed. Through all of it: never two RUNNING instances of the task, no
+// scheduled run executed twice in the same attempt, no two lock holders at
+// once, and the target identical to the source at the end.
 func TestMySQLOnZooKeeperEnsemble(t *testing.T) {
+	bundled := targets[0]
+	if bundled.Name != "shepherd" {
+		t.Fatalf("targets[0] is %s, want the bundled server", bundled.Name)
+	}
+	bundled.Require(t)
 	source, target := sharedMariaDB(t)
-	ens := testpeer.StartEnsemble(t, 3, testpeer.ZKOptions{TickTime: 500 * time.Millisecond})
-	connect := ens.Connect()
 	ctx := ctxFor(t, 5*time.Minute)
-	a := NewAdmin(dial(t, connect, ensembleSessionTimeout), "")
 	db := testDB("ensemble")
 	createWorkloadSchema(t, db, source, target)
 	task := "ens_" + db
-	mustAdd(t, a, mysqlSpec(task, db, source, target))
-
 	timeout := ensembleSessionTimeout.String()
+
+	// On the bundled server: the task copies a first load, then is moved.
+	old := chrootOf(t, bundled)
+	oldAdmin := NewAdmin(dial(t, old, ensembleSessionTimeout), "")
+	mustAdd(t, oldAdmin, mysqlSpec(task, db, source, target))
+	first := startCoreProc(t, old, "a", "--task", task, "--session-timeout", timeout)
+	waitOwner(t, oldAdmin, task, "a", StateRunning, 60*time.Second)
+	if err := load(ctx, source.DB(t), db, 0, 2000, 100); err != nil {
+		t.Fatal(err)
+	}
+	waitSameTables(t, source, target, db, 90*time.Second)
+
+	ens := testpeer.StartEnsemble(t, 3, testpeer.ZKOptions{TickTime: 500 * time.Millisecond})
+	connect := ens.Connect()
+	ctl(t, old, "task", "stop", task)
+	waitFor(t, 60*time.Second, "the task to stop on the bundled server", func() error {
+		ts, err := oldAdmin.Task(ctx, task)
+		for _, in := range ts.Instances {
+			if in.State.State == StateRunning {
+				return fmt.Errorf("%s is RUNNING", in.Name)
+			}
+		}
+		return err
+	})
+	first.stop()
+	dump := filepath.Join(t.TempDir(), "replicator.json")
+	if err := os.WriteFile(dump, []byte(ctl(t, old, "dump", "/mysql_replicator")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctl(t, connect, "load", dump)
+	t.Log(ctl(t, connect, "task", "reset-epoch", task))
+	ctl(t, connect, "task", "start", task)
+
+	// On the ensemble.
+	a := NewAdmin(dial(t, connect, ensembleSessionTimeout), "")
 	startCoreProc(t, connect, "a", "--task", task, "--session-timeout", timeout)
 	waitOwner(t, a, task, "a", StateRunning, 60*time.Second)
 	startCoreProc(t, connect, "b", "--task", task, "--session-timeout", timeout)
@@ -65,7 +102,7 @@ func TestMySQLOnZooKeeperEnsemble(t *testing.T) {
 	go func() {
 		const batch, steps = 50, 10
 		var err error
-		for first := 0; loadCtx.Err() == nil && err == nil; first += batch * steps {
+		for first := 2000; loadCtx.Err() == nil && err == nil; first += batch * steps {
 			err = load(loadCtx, source.DB(t), db, first, batch*steps, batch)
 			select {
 			case <-loadCtx.Done():
@@ -124,6 +161,20 @@ func TestMySQLOnZooKeeperEnsemble(t *testing.T) {
 	}
 	runs.check(t)
 	locks.check(t)
+}
+
+// ctl runs `shepherd ctl --zk connect args…` and returns its output,
+// failing the test if it fails.
+func ctl(t testing.TB, connect string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(shepherdBinary(t), append([]string{"ctl", "--zk", connect}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("shepherd ctl %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
 }
 
 // runningWatch polls a task's instances and reports every moment at which
