@@ -47,7 +47,6 @@ if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
 
-echo "install-deps ($mode): installing ${need[*]}"
 if ! command -v apt-get >/dev/null 2>&1; then
   echo "install-deps: no apt-get on this machine; install the equivalents of: ${need[*]}" >&2
   exit 1
@@ -61,6 +60,7 @@ else
   echo "  sudo apt-get install ${need[*]}" >&2
   exit 1
 fi
+echo "install-deps ($mode): installing ${need[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -q
 "${sudo[@]}" apt-get install -y -q --no-install-recommends "${need[@]}"
