@@ -49,6 +49,7 @@ func TestCrashDurability(t *testing.T) {
 				midSnapshot++
 			}
 		},
+		snapshotted: func() bool { return countFiles(t, srv.dataDir, snapshotPrefix) > 0 },
 	})
 	if t.Failed() {
 		return
@@ -62,6 +63,10 @@ func TestCrashDurability(t *testing.T) {
 	}
 }
 
+// snapshotBound is how long the last load may run waiting for a snapshot:
+// a liveness bound, far above the second or so it takes on an idle machine.
+const snapshotBound = 60 * time.Second
+
 // crashHooks lets crashUnderLoad see into a target's data directory.
 type crashHooks struct {
 	// snapshotting reports whether a snapshot is being written; every
@@ -69,6 +74,11 @@ type crashHooks struct {
 	snapshotting func() bool
 	// crashed runs after each crash, before the restart.
 	crashed func()
+	// snapshotted reports whether a finished snapshot exists. The load
+	// before the graceful stop goes on until it does (within a bound), so
+	// that the last recovery reads a snapshot however slowly a loaded
+	// machine let the timed cycles write.
+	snapshotted func() bool
 }
 
 // crashUnderLoad is the body of TestCrashDurability, for any target: cycles
@@ -122,7 +132,12 @@ func crashUnderLoad(t *testing.T, srv target, seed uint64, cycles int, hooks cra
 		}
 	}
 	// A graceful stop under load must keep everything as well.
-	st := f.loadUntil(cycles+1, func(elapsed time.Duration) bool { return elapsed >= minLoad }, maxLoad, func() {
+	stopWhen, stopBound := func(elapsed time.Duration) bool { return elapsed >= minLoad }, maxLoad
+	if hooks.snapshotted != nil {
+		stopWhen = func(elapsed time.Duration) bool { return elapsed >= minLoad && hooks.snapshotted() }
+		stopBound = snapshotBound
+	}
+	st := f.loadUntil(cycles+1, stopWhen, stopBound, func() {
 		if err := srv.Stop(); err != nil {
 			t.Errorf("graceful stop under load: %v", err)
 		}

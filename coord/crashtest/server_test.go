@@ -20,8 +20,9 @@ import (
 // Bounds of the server harness.
 const (
 	// startTimeout covers a race-enabled binary recovering a data directory
-	// on two busy cores.
-	startTimeout = 30 * time.Second
+	// on two busy cores: a liveness bound (30 s was seen to run out with the
+	// machine's load average near 30).
+	startTimeout = 90 * time.Second
 	// stopTimeout bounds a graceful stop: flush, fsync, close.
 	stopTimeout = 15 * time.Second
 	// pollInterval is how often readiness and exits are polled.
