@@ -30,8 +30,13 @@ const (
 	ensembleSyncLimit = 10
 )
 
-// StartEnsemble starts n members with opts (TickTime, ExtraConfig and
-// SystemProperties apply to each) and waits until every one serves, which
+// ensembleStartTimeout is the default bound on a member's start: three JVMs
+// starting at once on two busy cores, then an election and a sync (30 s was
+// seen to run out with the machine's load average near 30).
+const ensembleStartTimeout = 90 * time.Second
+
+// StartEnsemble starts n members with opts (TickTime, ExtraConfig,
+// SystemProperties and StartTimeout apply to each) and waits until every one serves, which
 // needs a quorum: a leader elected and its followers synced. They are
 // stopped when the test ends, and on failure their logs' tails printed.
 func StartEnsemble(t testing.TB, n int, opts ZKOptions) *Ensemble {
@@ -45,7 +50,7 @@ func StartEnsemble(t testing.TB, n int, opts ZKOptions) *Ensemble {
 		opts.TickTime = DefaultTickTime
 	}
 	if opts.StartTimeout == 0 {
-		opts.StartTimeout = DefaultStartTimeout
+		opts.StartTimeout = ensembleStartTimeout
 	}
 	// Three ports each: clients, followers to the leader, leader election.
 	ports := make([][3]int, n)
