@@ -491,14 +491,20 @@ func TestLargeTransactionIsAtomic(t *testing.T) {
 	go func() {
 		defer close(observed)
 		for {
+			// The read that follows stop starts after the catch-up, so the
+			// observer always sees the committed transaction at least once.
+			stopped := false
+			select {
+			case <-stop:
+				stopped = true
+			default:
+			}
 			var n int
 			if err := target.DB(t).QueryRow("SELECT COUNT(*) FROM " + db + ".t").Scan(&n); err == nil {
 				seen[n] = true
 			}
-			select {
-			case <-stop:
+			if stopped {
 				return
-			default:
 			}
 		}
 	}()
