@@ -76,9 +76,16 @@ func (a *Admin) AddTask(ctx context.Context, sp *Spec, replace bool) error {
 		return fmt.Errorf("core: add task %q: %w", sp.Name, err)
 	}
 	data := sp.Marshal()
+	// A spec with an inline password is readable by the writer identity
+	// alone (no --read-acl viewer); the ACL is set before the data, so
+	// that the password never sits under a wider ACL.
+	acl := a.s.NodeACL()
+	if sp.HasInlinePassword() {
+		acl = a.s.SecretACL()
+	}
 	var old *Spec
 	err := a.retry(ctx, func() error {
-		_, err := a.s.Create(ctx, p, data, zk.FlagPersistent, nil)
+		_, err := a.s.Create(ctx, p, data, zk.FlagPersistent, acl)
 		if !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
@@ -91,6 +98,9 @@ func (a *Admin) AddTask(ctx context.Context, sp *Spec, replace bool) error {
 				return fmt.Errorf("%w: %s (use --replace to change its spec)", ErrTaskExists, sp.Name)
 			}
 			old, _ = decodeStoredSpec(sp.Name, cur)
+		}
+		if _, err := a.s.SetACL(ctx, p, acl, -1); err != nil {
+			return err
 		}
 		_, err = a.s.Set(ctx, p, data, st.Version)
 		return err
@@ -384,6 +394,9 @@ func (a *Admin) ResetEpoch(ctx context.Context, name string, e Engine, log *slog
 		if in.State.State == StateRunning {
 			return res, fmt.Errorf("%w: %s is still RUNNING on %s: wait for it to pause", ErrTaskBusy, name, in.Name)
 		}
+	}
+	if err := a.s.CheckTrusted(ctx, a.layout.Root, a.layout.Task(name)); err != nil {
+		return res, fmt.Errorf("core: reset epoch of task %q: %w", name, err)
 	}
 	r, err := e.Open(ctx, ts.Spec, log)
 	if err != nil {

@@ -244,3 +244,13 @@ func (c *Core) pause(ctx context.Context, n int) {
 	case <-ctx.Done():
 	}
 }
+
+// checkTrusted refuses a node of the replication tree that a session
+// without this core's identity could have written (recipe.ErrUntrusted):
+// a core connects to the databases a spec names.
+func (c *Core) checkTrusted(ctx context.Context, p string) error {
+	if err := c.s.CheckTrusted(ctx, c.layout.Root, p); err != nil {
+		return fmt.Errorf("core: task spec %s: %w", p, err)
+	}
+	return nil
+}

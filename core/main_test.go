@@ -56,6 +56,7 @@ func dial(t testing.TB, connect string, timeout time.Duration) *recipe.Session {
 	defer cancel()
 	s, err := recipe.Dial(ctx, connect, recipe.Options{
 		SessionTimeout: timeout,
+		Auth:           coordtest.Auth,
 		Logger:         testLogger(t),
 		Retry:          recipe.RetryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: 300 * time.Millisecond, MaxElapsed: 20 * time.Second},
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/authflag"
 )
 
 // Exit statuses of Run. lock and elect also pass their command's status
@@ -78,7 +79,7 @@ type runner struct {
 	sigs   *signalRouter
 
 	connect        string
-	auth           string
+	security       authflag.Settings
 	json           bool
 	timeout        time.Duration
 	sessionTimeout time.Duration
@@ -188,12 +189,15 @@ func (r *runner) session() (*recipe.Session, error) {
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
 	defer cancel()
-	s, err := recipe.Dial(ctx, r.connect, recipe.Options{
+	opts := recipe.Options{
 		SessionTimeout: r.sessionTimeout,
-		Auth:           r.auth,
 		Logger:         r.logger(),
 		Retry:          recipe.RetryPolicy{BaseDelay: 50 * time.Millisecond, MaxDelay: time.Second, MaxElapsed: r.timeout},
-	})
+	}
+	if err := r.security.Apply(&opts); err != nil {
+		return nil, usagef("%v", err)
+	}
+	s, err := recipe.Dial(ctx, r.connect, opts)
 	switch {
 	case err == nil:
 		r.sess = s
@@ -313,7 +317,7 @@ func (r *runner) app() *cli.App {
 		Name:      "shepherd ctl",
 		HelpName:  "shepherd ctl",
 		Usage:     "zkCli-like client for shepherd coord and Apache ZooKeeper",
-		UsageText: "shepherd ctl [--zk host:port[,host:port…][/chroot]] [--auth digest:user:password] [--json] command [flags] [args]",
+		UsageText: "shepherd ctl [--zk host:port[,host:port…][/chroot]] [--auth [digest:]user:password | --auth-file F] [--json] command [flags] [args]",
 		Description: `The verbs of ZooKeeper's zkCli.sh with the same output, plus watch, lock, elect,
 dump, load and the four-letter words. Flags go before arguments. Exit status: 0 ok,
 1 failure, 2 usage error; lock and elect pass their command's status through.
@@ -327,11 +331,9 @@ See docs/ctl.md.`,
 		HideHelp:               true,
 		HideHelpCommand:        true,
 		UseShortOptionHandling: true,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "zk", Value: DefaultConnect, EnvVars: []string{"SHEPHERD_ZK"},
 				Usage: "servers and optional chroot: host:port[,host:port…][/chroot]"},
-			&cli.StringFlag{Name: "auth", EnvVars: []string{"SHEPHERD_AUTH"},
-				Usage: "credential added to the session: digest:user:password"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document per command (watch: per event)"},
 			&cli.DurationFlag{Name: "timeout", Value: 15 * time.Second,
 				Usage: "bound on connecting and on each request"},
@@ -339,7 +341,7 @@ See docs/ctl.md.`,
 				Usage: "session timeout: how soon the server frees a crashed ctl's locks and ephemeral nodes"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log the session's connection events"},
 			helpFlag(),
-		},
+		}, authflag.Flags()...),
 		Before:         r.globals,
 		ExitErrHandler: func(*cli.Context, error) {}, // report() decides the exit status
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
@@ -373,22 +375,13 @@ func (r *runner) globals(c *cli.Context) error {
 	if r.sessionTimeout <= 0 {
 		return usagef("--session-timeout %v: must be positive", r.sessionTimeout)
 	}
-	if a := c.String("auth"); a != "" {
-		scheme, cred, ok := strings.Cut(a, ":")
-		if !ok || scheme != "digest" || !strings.Contains(cred, ":") {
-			return usagef("--auth: want digest:user:password, got %q", redact(a))
-		}
-		r.auth = cred
+	r.security = authflag.FromContext(c)
+	// Checked now, so that a bad credential is a usage error even for
+	// verbs that never connect.
+	if err := r.security.Apply(&recipe.Options{}); err != nil {
+		return usagef("%v", err)
 	}
 	return nil
-}
-
-// redact hides the password of an --auth value in messages.
-func redact(auth string) string {
-	if i := strings.LastIndexByte(auth, ':'); i >= 0 {
-		return auth[:i+1] + "***"
-	}
-	return auth
 }
 
 // commands lists every verb.
