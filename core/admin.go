@@ -421,3 +421,26 @@ func (a *Admin) ResetEpoch(ctx context.Context, name string, e Engine, log *slog
 }
 
 func (a *Admin) retry(ctx context.Context, fn func() error) error { return a.s.Retry(ctx, fn) }
+
+// PolicyACL is the ACL the security policy gives the node at p of the
+// replication tree (shepherd ctl secure): the session's secret ACL for a
+// task spec holding an inline password (or not decodable), its node ACL
+// otherwise.
+func (a *Admin) PolicyACL(ctx context.Context, p string) ([]zk.ACL, error) {
+	name, ok := strings.CutPrefix(p, a.layout.Tasks()+"/")
+	if !ok || strings.Contains(name, "/") {
+		return a.s.NodeACL(), nil
+	}
+	var data []byte
+	if err := a.retry(ctx, func() (err error) {
+		data, _, err = a.s.Get(ctx, p)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	// A spec that does not decode may hold a password all the same.
+	if sp, err := decodeStoredSpec(name, data); err != nil || sp.HasInlinePassword() {
+		return a.s.SecretACL(), nil
+	}
+	return a.s.NodeACL(), nil
+}

@@ -182,6 +182,14 @@ func (r *runner) warn(format string, args ...any) {
 	fmt.Fprintf(r.env.Stderr, "warning: "+format+"\n", args...)
 }
 
+// warnUnsecured warns that, without a credential, what a verb stores is
+// world-writable and so refused by the processes meant to act on it.
+func (r *runner) warnUnsecured(s *recipe.Session, consequence string) {
+	if s != nil && !s.Secured() {
+		r.warn("no credential (--auth or --auth-file): anyone can rewrite what this stores, so %s; pass the coordination server's admin.auth with --auth-file (docs/security.md)", consequence)
+	}
+}
+
 // session returns the run's session, dialling it on first use.
 func (r *runner) session() (*recipe.Session, error) {
 	if r.sess != nil {
@@ -389,7 +397,7 @@ func (r *runner) commands() []*cli.Command {
 	cmds := r.znodeCommands()
 	cmds = append(cmds, r.watchCommand(), r.lockCommand(), r.electCommand(), r.dumpCommand(), r.loadCommand(), r.taskCommand())
 	cmds = append(cmds, r.sourceCommand(), r.collectorCommand())
-	cmds = append(cmds, r.jobCommand())
+	cmds = append(cmds, r.jobCommand(), r.secureCommand(), r.digestCommand())
 	cmds = append(cmds, r.fourLetterCommands()...)
 	for _, c := range cmds {
 		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {

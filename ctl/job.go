@@ -143,6 +143,7 @@ func (r *runner) jobAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	r.warnUnsecured(s, "schedulers refuse the job")
 	for _, j := range jobs {
 		ctx, cancel := r.opCtx()
 		err := scheduler.StoreJob(ctx, s, j)

@@ -58,6 +58,7 @@ func (r *runner) sourceAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	r.warnUnsecured(s, "collectors refuse the sources")
 	var n int
 	err = r.retry(s, func(ctx context.Context) (err error) {
 		n, err = collector.AddSources(ctx, s, uris...)

@@ -154,6 +154,7 @@ func (r *runner) taskAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	r.warnUnsecured(r.sess, "cores refuse the task")
 	ctx, cancel := r.opCtx()
 	defer cancel()
 	if err := a.AddTask(ctx, sp, c.Bool("replace")); err != nil {

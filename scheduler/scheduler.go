@@ -161,6 +161,9 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 	s := sc.sess
 	for _, p := range []string{JobsPath, PausedPath, TriggersPath, ElectionRoot} {
 		if err := s.Retry(ctx, func() error { return s.EnsurePath(ctx, p) }); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while starting
+			}
 			return fmt.Errorf("scheduler: create %s: %w", p, err)
 		}
 	}
