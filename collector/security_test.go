@@ -91,6 +91,10 @@ func TestAttackSources(t *testing.T) {
 			refusedAt = v
 			return nil
 		})
+		infos, err := ListCollectors(ctx, s, time.Minute)
+		if err != nil || len(infos) != 1 || !strings.Contains(infos[0].Refused, "world:anyone") {
+			t.Errorf("ListCollectors = %+v, %v; want c1 with its refusal", infos, err)
+		}
 		// Rounds go on (heartbeats) and read nothing.
 		checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 			if _, v, err := status(); err != nil || v < refusedAt+5 {
@@ -101,7 +105,7 @@ func TestAttackSources(t *testing.T) {
 		if n := hits.Load(); n != 0 {
 			t.Errorf("the collector made %d requests to the anonymous HTTP source", n)
 		}
-		err := filepath.Walk(ag.out, func(p string, fi os.FileInfo, err error) error {
+		err = filepath.Walk(ag.out, func(p string, fi os.FileInfo, err error) error {
 			if err != nil || fi.IsDir() {
 				return err
 			}
