@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -217,7 +218,7 @@ func startCoreProc(t testing.TB, connect, host string, args ...string) *coreProc
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := append([]string{"--log-level", "info", "core", "--zk", connect, "--host", host,
+	full := append([]string{"--log-level", "info", "core", "--zk", connect, "--host", host, "--auth-file", coordtest.AuthFile(t),
 		"--session-timeout", coreSessionTimeout.String(), "--checkpoint-interval", "200ms",
 		"--retry-base", "100ms", "--retry-max", "1s", "--scan-interval", "500ms"}, args...)
 	cmd := exec.Command(bin, full...)
