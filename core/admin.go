@@ -142,18 +142,23 @@ func (a *Admin) Task(ctx context.Context, name string) (TaskStatus, error) {
 		data, _, err = a.s.Get(ctx, a.layout.Task(name))
 		return err
 	})
-	if errors.Is(err, zk.ErrNoNode) {
+	dir := a.layout.Instances(name)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
 		return ts, fmt.Errorf("%w: %s", ErrNoTask, name)
-	}
-	if err != nil {
+	case errors.Is(err, zk.ErrNoAuth):
+		// A viewer (--read-acl) of a spec holding an inline password.
+		ts.SpecError = fmt.Sprintf("%s: not readable with this credential: a spec holding an inline password is readable by its writer alone", a.layout.Task(name))
+	case err != nil:
 		return ts, fmt.Errorf("core: task %q: %w", name, err)
 	}
-	dir := a.layout.Instances(name)
-	if sp, err := decodeStoredSpec(name, data); err != nil {
-		ts.SpecError = err.Error()
-	} else {
-		ts.Spec = sp
-		dir = a.layout.InstancesOf(sp)
+	if ts.SpecError == "" {
+		if sp, err := decodeStoredSpec(name, data); err != nil {
+			ts.SpecError = err.Error()
+		} else {
+			ts.Spec = sp
+			dir = a.layout.InstancesOf(sp)
+		}
 	}
 	lc, exists, err := readLastCommit(ctx, a.s, a.layout.LastCommit(name))
 	switch {

@@ -77,6 +77,9 @@ func TestSecure(t *testing.T) {
 		if r := runCtl(t, zk, append(asViewer, "get", "/mysql_replicator/tasks/t1")...); r.code != ExitFailure || strings.Contains(r.stdout, "s3cret") {
 			t.Errorf("viewer read a spec holding a password\n%v", r)
 		}
+		if r := runCtl(t, zk, append(asViewer, "task", "show", "t1")...); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "readable by its writer alone") || strings.Contains(r.stdout, "s3cret") {
+			t.Errorf("viewer task show of a spec holding a password: want the task, the spec said unreadable\n%v", r)
+		}
 
 		if got := mustCtl(t, zk, append(asOwner, "secure")...); got != "0 nodes changed\n" {
 			t.Errorf("second secure: %q, want nothing to change", got)
