@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
@@ -188,6 +189,28 @@ func (r *runner) warnUnsecured(s *recipe.Session, consequence string) {
 	if s != nil && !s.Secured() {
 		r.warn("no credential (--auth or --auth-file): anyone can rewrite what this stores, so %s; pass the coordination server's admin.auth with --auth-file (docs/security.md)", consequence)
 	}
+}
+
+// warnUntrusted warns, on stderr, about each node at paths (below base)
+// that processes holding ctl's credential refuse to act on, with why:
+// the list verbs show what is stored, and this says what will not run.
+// Without a credential there is no identity to check for.
+func (r *runner) warnUntrusted(s *recipe.Session, base string, paths ...string) error {
+	if !s.Secured() {
+		return nil
+	}
+	for _, p := range paths {
+		ctx, cancel := r.opCtx()
+		err := s.CheckTrusted(ctx, base, p)
+		cancel()
+		switch {
+		case errors.Is(err, recipe.ErrUntrusted):
+			r.warn("%v", err)
+		case err != nil && !errors.Is(err, zk.ErrNoNode):
+			return onPath(p, err)
+		}
+	}
+	return nil
 }
 
 // session returns the run's session, dialling it on first use.

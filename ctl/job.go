@@ -197,6 +197,11 @@ func (r *runner) jobList(c *cli.Context) error {
 	for name, e := range bad {
 		out = append(out, jobSummary{Name: name, Error: jobError(e).Error()})
 	}
+	for _, j := range out {
+		if err := r.warnUntrusted(s, scheduler.Root, scheduler.JobPath(j.Name)); err != nil {
+			return err
+		}
+	}
 	if r.json {
 		if out == nil {
 			out = []jobSummary{}

@@ -51,6 +51,14 @@ func TestSecure(t *testing.T) {
 			t.Errorf("after --dry-run the job's ACL is %q, want it unchanged", got)
 		}
 
+		// The list verbs show what the processes would refuse, and why.
+		for _, c := range []struct{ verb, path string }{{"job", "/scheduler/jobs/j"}, {"source", "/logs/sources"}, {"task", "/mysql_replicator/tasks/t1"}} {
+			r := runCtl(t, zk, append(asOwner, c.verb, "list")...)
+			if r.code != 0 || !strings.Contains(r.stderr, "warning: recipe: untrusted node: "+c.path+" grants cdrwa to world:anyone") {
+				t.Errorf("%s list of an open tree: want a warning that %s is refused\n%v", c.verb, c.path, r)
+			}
+		}
+
 		r = runCtl(t, zk, append(asOwner, "secure")...)
 		if r.code != 0 || !strings.Contains(r.stdout, "/scheduler/jobs/j: set digest:"+owner.ID()+":cdrwa,digest:"+viewer.ID()+":r (was world:anyone:cdrwa)") ||
 			!strings.Contains(r.stderr, "review") {
@@ -81,6 +89,11 @@ func TestSecure(t *testing.T) {
 			t.Errorf("viewer task show of a spec holding a password: want the task, the spec said unreadable\n%v", r)
 		}
 
+		for _, verb := range []string{"job", "source", "task"} {
+			if r := runCtl(t, zk, append(asOwner, verb, "list")...); r.code != 0 || r.stderr != "" {
+				t.Errorf("%s list of a secured tree: want no warning\n%v", verb, r)
+			}
+		}
 		if got := mustCtl(t, zk, append(asOwner, "secure")...); got != "0 nodes changed\n" {
 			t.Errorf("second secure: %q, want nothing to change", got)
 		}

@@ -117,6 +117,9 @@ func (r *runner) sourceList(c *cli.Context) error {
 	if err != nil {
 		return r.collectorError(collector.SourcesPath, err)
 	}
+	if err := r.warnUntrusted(s, collector.LogsRoot, collector.SourcesPath); err != nil {
+		return err
+	}
 	if r.json {
 		if uris == nil {
 			uris = []string{}

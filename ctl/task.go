@@ -214,6 +214,9 @@ func (r *runner) taskList(c *cli.Context) error {
 	}
 	for i := range tasks {
 		redactStatus(&tasks[i])
+		if err := r.warnUntrusted(r.sess, a.Layout().Root, a.Layout().Task(tasks[i].Name)); err != nil {
+			return err
+		}
 	}
 	if r.json {
 		return writeJSON(r.env.Stdout, tasks)
