@@ -63,28 +63,31 @@ func (r *runner) secure(c *cli.Context) error {
 	dry := c.Bool("dry-run")
 	tasks := core.NewAdmin(s, c.String("root"))
 	var changes []aclChange
-	failed := 0
+	failed, secured := 0, 0 // nodes not changed; existing nodes whose ACL changed
 	report := func(ch aclChange) error {
 		changes = append(changes, ch)
-		if ch.Error != "" {
+		switch {
+		case ch.Error != "":
 			failed++
+		case !ch.Created:
+			secured++
 		}
 		if r.json {
 			return nil
 		}
-		verb := "set"
+		var err error
 		switch {
 		case ch.Error != "":
-			_, err := fmt.Fprintf(r.env.Stdout, "%s: not changed: %s\n", ch.Path, ch.Error)
-			return err
+			_, err = fmt.Fprintf(r.env.Stdout, "%s: not changed: %s\n", ch.Path, ch.Error)
 		case ch.Created && dry:
-			verb = "would create"
+			_, err = fmt.Fprintf(r.env.Stdout, "%s: would create with %s\n", ch.Path, aclText(ch.New))
 		case ch.Created:
-			verb = "created"
+			_, err = fmt.Fprintf(r.env.Stdout, "%s: created with %s\n", ch.Path, aclText(ch.New))
 		case dry:
-			verb = "would set"
+			_, err = fmt.Fprintf(r.env.Stdout, "%s: would set %s (was %s)\n", ch.Path, aclText(ch.New), aclText(ch.Old))
+		default:
+			_, err = fmt.Fprintf(r.env.Stdout, "%s: set %s (was %s)\n", ch.Path, aclText(ch.New), aclText(ch.Old))
 		}
-		_, err := fmt.Fprintf(r.env.Stdout, "%s: %s %s (was %s)\n", ch.Path, verb, aclText(ch.New), aclText(ch.Old))
 		return err
 	}
 	for _, root := range []string{tasks.Layout().Root, scheduler.Root, scheduler.ElectionRoot, collector.LogsRoot} {
@@ -114,8 +117,8 @@ func (r *runner) secure(c *cli.Context) error {
 	if failed > 0 {
 		return &exitError{code: ExitFailure, msg: fmt.Sprintf("secure: %d nodes could not be changed: give a credential with ADMIN on them (or ZooKeeper's superDigest identity, docs/security.md)", failed)}
 	}
-	if n > 0 && !dry {
-		r.warn("these nodes were writable by others until now: review what they say (ctl job list, ctl task list, ctl source list) before trusting it")
+	if secured > 0 && !dry {
+		r.warn("the nodes set were writable by others until now: review what they say (ctl job list, ctl task list, ctl source list) before trusting it")
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func TestSecure(t *testing.T) {
 
 		r = runCtl(t, zk, append(asOwner, "secure")...)
 		if r.code != 0 || !strings.Contains(r.stdout, "/scheduler/jobs/j: set digest:"+owner.ID()+":cdrwa,digest:"+viewer.ID()+":r (was world:anyone:cdrwa)") ||
-			!strings.Contains(r.stderr, "review") {
+			!strings.Contains(r.stdout, "/master_election: created with digest:"+owner.ID()+":cdrwa,") || !strings.Contains(r.stderr, "review") {
 			t.Fatalf("secure: want the job's new ACL reported and a review warning\n%v", r)
 		}
 		ownerACL := "'digest,'" + owner.ID() + "\n: cdrwa\n"

@@ -237,9 +237,12 @@ func (s *Session) untrustedError(p, q string, bad zk.ACL) error {
 	if q != p {
 		where = fmt.Sprintf("%s: its ancestor %s", p, q)
 	}
+	fix := "run `shepherd ctl --auth-file <admin.auth> secure` to apply the ACL policy (docs/security.md)"
+	if s.cred == nil {
+		fix = "give this process the credential (--auth-file <admin.auth>) and " + fix
+	}
 	return fmt.Errorf("%w: %s grants %s to %s:%s, not only to %s, so an unauthenticated or foreign session could have written it; "+
-		"refusing to act on it. Fix: run `shepherd ctl --auth-file <admin.auth> secure` to apply the ACL policy (docs/security.md), "+
-		"or accept open ACLs with --insecure-open-acl", ErrUntrusted, where, permString(bad.Perms), bad.Scheme, bad.ID, who)
+		"refusing to act on it. Fix: %s, or accept open ACLs with --insecure-open-acl", ErrUntrusted, where, permString(bad.Perms), bad.Scheme, bad.ID, who, fix)
 }
 
 // permString spells perms as zkCli does: a subset of "cdrwa".
