@@ -280,8 +280,11 @@ func (c *Collector) round(ctx context.Context, val *recipe.Value) (more bool, er
 		}
 		// Securing the node (shepherd ctl secure) changes no version: a
 		// refused assignment is checked again every round.
-		if err := c.checkAssignment(ctx); err != nil {
+		switch err := c.checkAssignment(ctx); {
+		case errors.Is(err, recipe.ErrUntrusted):
 			a = Assignment{} // read nothing an untrusted node names
+		case err != nil:
+			return false, err // the check itself failed: change nothing, try again next round
 		}
 		if err := c.reconcile(ctx, a, stat.Version); err != nil {
 			return false, err
@@ -302,6 +305,9 @@ func (c *Collector) round(ctx context.Context, val *recipe.Value) (more bool, er
 // or its reason changes, and published in status (Status.Refused).
 func (c *Collector) checkAssignment(ctx context.Context) error {
 	err := c.s.CheckTrusted(ctx, LogsRoot, CollectorPath(c.cfg.Name))
+	if err != nil && !errors.Is(err, recipe.ErrUntrusted) {
+		return err
+	}
 	why := ""
 	if err != nil {
 		why = err.Error()

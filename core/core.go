@@ -249,8 +249,12 @@ func (c *Core) pause(ctx context.Context, n int) {
 // without this core's identity could have written (recipe.ErrUntrusted):
 // a core connects to the databases a spec names.
 func (c *Core) checkTrusted(ctx context.Context, p string) error {
-	if err := c.s.CheckTrusted(ctx, c.layout.Root, p); err != nil {
+	err := c.s.CheckTrusted(ctx, c.layout.Root, p)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, recipe.ErrUntrusted):
 		return fmt.Errorf("core: task spec %s: %w", p, err)
 	}
-	return nil
+	return fmt.Errorf("core: task spec %s: %w: %w", p, errTrustUnknown, err)
 }

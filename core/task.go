@@ -170,7 +170,7 @@ func (t *taskRun) hold(ctx context.Context, tm *term, key specKey, state string,
 	}); errors.Is(err, ErrFenced) {
 		return err
 	}
-	if errors.Is(cause, recipe.ErrUntrusted) {
+	if errors.Is(cause, recipe.ErrUntrusted) || errors.Is(cause, errTrustUnknown) {
 		_ = t.sleep(ctx, untrustedRecheck, key) // or ctx ended: lead sees it
 		return nil
 	}
@@ -179,7 +179,7 @@ func (t *taskRun) hold(ctx context.Context, tm *term, key specKey, state string,
 }
 
 // untrustedRecheck is how often a core holding a task FAILED for an
-// untrusted spec checks its ACL again.
+// untrusted spec (or a trust check that failed) checks its ACL again.
 const untrustedRecheck = 5 * time.Second
 
 // fitsMode checks that this core may run sp the way it was asked to.

@@ -268,6 +268,9 @@ func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, 
 		}
 		if err == nil {
 			err = s.CheckTrusted(ctx, Root, JobPath(n))
+			if err != nil && !errors.Is(err, recipe.ErrUntrusted) && !errors.Is(err, zk.ErrNoNode) {
+				return st, err // the check itself failed: keep the current jobs
+			}
 		}
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
@@ -298,8 +301,10 @@ func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, 
 		}
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
-		case err != nil:
+		case errors.Is(err, recipe.ErrUntrusted):
 			refused[TriggersPath+"/"+n] = err.Error()
+		case err != nil:
+			return st, err
 		default:
 			st.triggers[n] = string(data)
 		}
