@@ -231,6 +231,9 @@ func TestDigestAuth(t *testing.T) {
 		sum := sha1.Sum([]byte("ops:secret"))
 		id := "ops:" + base64.StdEncoding.EncodeToString(sum[:])
 		runSteps(t, zk, []step{
+			// The chroot first, open: made with ops's credential it would be
+			// ops's alone, and other tests dump the whole tree.
+			{args: words("ls /"), out: "[]\n"},
 			{args: words("--auth digest:ops:secret create /s data auth::cdrwa"), out: "Created /s\n"},
 			{args: words("get /s"), code: 1, err: "Insufficient permission : /s\n"},
 			{args: words("--auth digest:ops:wrong get /s"), code: 1, err: "Insufficient permission : /s\n"},
