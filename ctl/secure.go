@@ -152,23 +152,48 @@ func (r *runner) secureTree(s *recipe.Session, root string, dry bool, policy fun
 			}
 		}
 	}
-	var walkErr error
-	err := r.walk(s, root, nil, func(p string) {
-		if walkErr != nil {
-			return
+	// Breadth first, parents before children. Unlike walk, a node whose
+	// children may not be listed is reported and passed over.
+	queue := []string{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		readable, err := r.secureNode(s, p, dry, policy, report)
+		if err != nil {
+			return err
 		}
-		walkErr = r.secureNode(s, p, dry, policy, report)
-	})
-	if walkErr != nil {
-		return walkErr
+		if !readable {
+			continue // reported; its children cannot be listed either
+		}
+		var names []string
+		err = r.retry(s, func(ctx context.Context) (err error) {
+			names, _, err = s.Children(ctx, p)
+			return err
+		})
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			continue
+		case errors.Is(err, zk.ErrNoAuth):
+			if err := report(aclChange{Path: p, New: toJSONACL(s.NodeACL()), Error: "no permission to list its children (" + err.Error() + ")"}); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return onPath(p, err)
+		}
+		sortJava(names)
+		for _, n := range names {
+			queue = append(queue, joinPath(p, n))
+		}
 	}
-	return err
+	return nil
 }
 
-// secureNode sets the ACL of p to policy's, if it differs.
-func (r *runner) secureNode(s *recipe.Session, p string, dry bool, policy func(context.Context, string) ([]zk.ACL, error), report func(aclChange) error) error {
+// secureNode sets the ACL of p to policy's, if it differs. readable is
+// false if p may not be read (reported as not changed) or is gone.
+func (r *runner) secureNode(s *recipe.Session, p string, dry bool, policy func(context.Context, string) ([]zk.ACL, error), report func(aclChange) error) (readable bool, err error) {
 	var old, want []zk.ACL
-	err := r.retry(s, func(ctx context.Context) (err error) {
+	err = r.retry(s, func(ctx context.Context) (err error) {
 		if old, _, err = s.GetACL(ctx, p); err != nil {
 			return err
 		}
@@ -177,14 +202,14 @@ func (r *runner) secureNode(s *recipe.Session, p string, dry bool, policy func(c
 	})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return nil // deleted while walking
+		return false, nil // deleted while walking
 	case errors.Is(err, zk.ErrNoAuth):
-		return report(aclChange{Path: p, New: toJSONACL(s.NodeACL()), Error: "no permission to read it (" + err.Error() + ")"})
+		return false, report(aclChange{Path: p, New: toJSONACL(s.NodeACL()), Error: "no permission to read it (" + err.Error() + ")"})
 	case err != nil:
-		return onPath(p, err)
+		return false, onPath(p, err)
 	}
 	if sameACL(old, want) {
-		return nil
+		return true, nil
 	}
 	ch := aclChange{Path: p, Old: toJSONACL(old), New: toJSONACL(want)}
 	if !dry {
@@ -194,14 +219,14 @@ func (r *runner) secureNode(s *recipe.Session, p string, dry bool, policy func(c
 		})
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
-			return nil
+			return false, nil
 		case errors.Is(err, zk.ErrNoAuth):
 			ch.Error = "no ADMIN permission (" + err.Error() + ")"
 		case err != nil:
-			return onPath(p, err)
+			return false, onPath(p, err)
 		}
 	}
-	return report(ch)
+	return true, report(ch)
 }
 
 // sameACL reports whether a and b grant the same, in any order.

@@ -128,3 +128,21 @@ const testSpecYAML = `name: t1
 source: {host: 127.0.0.1, port: 3306, user: repl, passwordFile: /etc/shepherd/src.pw}
 target: {host: 127.0.0.1, port: 3307, user: apply, password: s3cret}
 `
+
+// TestSecureForeignNode: a node whose ACL shuts the credential out is
+// reported, not skipped, and secure exits 1 saying how to take it over.
+func TestSecureForeignNode(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		zk := chrootOf(t, tg)
+		mustCtl(t, zk, "create", "/scheduler")
+		mustCtl(t, zk, "--auth", "other:pw", "create", "/scheduler/foreign", "x")
+		r := runCtl(t, zk, "--auth", coordtest.Auth, "secure")
+		if r.code != ExitFailure || !strings.Contains(r.stdout, "/scheduler/foreign: not changed: no permission") ||
+			!strings.Contains(r.stderr, "1 nodes could not be changed") || !strings.Contains(r.stderr, "superDigest") {
+			t.Errorf("secure with a node of another identity: want it reported and exit 1\n%v", r)
+		}
+		if got := mustCtl(t, zk, "--auth", coordtest.Auth, "getacl", "/scheduler"); !strings.Contains(got, "'digest,'shepherd-test:") || strings.Contains(got, "world") {
+			t.Errorf("the rest is secured all the same: /scheduler ACL %q", got)
+		}
+	})
+}
