@@ -110,6 +110,8 @@ type CollectorInfo struct {
 	Sources   []string      `json:"sources"` // assigned
 	Lag       int64         `json:"lag"`     // bytes known not yet collected, over its owned sources
 	Lines     int64         `json:"lines"`   // lines committed, over the sources it owns
+	// Refused is why the collector refuses its assignment (Status.Refused).
+	Refused string `json:"refused,omitempty"`
 }
 
 // ListCollectors reads every collector's assignment and status. A
@@ -151,6 +153,7 @@ func ListCollectors(ctx context.Context, s *recipe.Session, deadAfter time.Durat
 			info.StatusAge = now.Sub(time.UnixMilli(sstat.Mtime))
 			info.Alive = info.StatusAge < deadAfter
 			info.Load = st.Load
+			info.Refused = st.Refused
 			for _, p := range st.Progress {
 				if p.Owned {
 					info.Lag += max(p.Lag, 0)

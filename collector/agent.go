@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 )
@@ -13,12 +12,13 @@ import (
 // AgentConfig is one `shepherd collector` process: a collector and,
 // with Assign, a candidate assigner, over one session.
 type AgentConfig struct {
-	Connect        string        // host:port[,host:port…][/chroot]
-	SessionTimeout time.Duration // 0: recipe.DefaultSessionTimeout
-	Auth           string        // digest user:password, or ""
-	Collector      Config
-	Assign         bool
-	Assigner       AssignerConfig
+	Connect string // host:port[,host:port…][/chroot]
+	// Session configures the session: timeout, credential and ACL
+	// policy. A nil Logger means Collector.Logger.
+	Session   recipe.Options
+	Collector Config
+	Assign    bool
+	Assigner  AssignerConfig
 }
 
 // RunAgent connects and runs the collector (and the assigner candidate)
@@ -26,7 +26,11 @@ type AgentConfig struct {
 // stops one of them.
 func RunAgent(ctx context.Context, cfg AgentConfig) error {
 	log := cfg.Collector.Logger
-	s, err := recipe.Dial(ctx, cfg.Connect, recipe.Options{SessionTimeout: cfg.SessionTimeout, Auth: cfg.Auth, Logger: log})
+	opts := cfg.Session
+	if opts.Logger == nil {
+		opts.Logger = log
+	}
+	s, err := recipe.Dial(ctx, cfg.Connect, opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -44,6 +44,8 @@ type Assigner struct {
 	moves  atomic.Int64
 	rounds atomic.Int64
 	terms  atomic.Int64
+
+	refused string // why the source list is refused; owned by the lead goroutine
 }
 
 // NewAssigner returns an assigner working through s.
@@ -105,8 +107,19 @@ func (a *Assigner) lead(ctx context.Context, e *recipe.Election) error {
 	var counter int64
 	for {
 		wake, err := a.assignRound(ctx, e, seen, &counter)
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, recipe.ErrUntrusted):
+			if err.Error() != a.refused {
+				a.log.Error("refusing the source list: assignments unchanged", "path", SourcesPath, "err", err)
+				a.refused = err.Error()
+			}
+		case err != nil:
 			a.log.Warn("assignment round failed", "err", err)
+		}
+		if err == nil && a.refused != "" {
+			a.log.Info("source list trusted again", "path", SourcesPath)
+			a.refused = ""
 		}
 		a.rounds.Add(1)
 		t := time.NewTimer(a.cfg.PollInterval)
@@ -143,6 +156,11 @@ func (a *Assigner) assignRound(ctx context.Context, e *recipe.Election, seen map
 		return nil, err
 	default:
 		if err := decode(SourcesPath, data, &srcDoc); err != nil {
+			return nil, err
+		}
+		// Collectors read the files and URLs the list names: a list an
+		// untrusted session could have written is not assigned.
+		if err := a.s.CheckTrusted(ctx, LogsRoot, SourcesPath); err != nil {
 			return nil, err
 		}
 	}

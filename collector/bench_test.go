@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // benchFile writes a log of n lines of about 100 bytes and returns its
@@ -163,7 +164,7 @@ func dialB(b *testing.B, connect string) *recipe.Session {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 4 * time.Second, Logger: discard()})
+	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 4 * time.Second, Auth: coordtest.Auth, Logger: discard()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -92,6 +92,7 @@ type Collector struct {
 	uncommitted   bool   // output was written that a failed commit did not cover
 	inflight      []byte // status sent by a commit whose outcome is unknown
 	lastCommit    time.Time
+	refused       string // why the assignment is refused; "" if trusted
 
 	mu    sync.Mutex
 	stats Stats
@@ -114,6 +115,9 @@ type Stats struct {
 	Commits int64    // status writes that succeeded
 	Bytes   int64    // bytes committed
 	Lines   int64    // lines committed
+	// Refused is why the collector refuses its assignment (a node an
+	// unauthenticated session could have written), or "".
+	Refused string
 }
 
 // New returns a collector named cfg.Name working through s.
@@ -269,10 +273,18 @@ func (c *Collector) round(ctx context.Context, val *recipe.Value) (more bool, er
 		// Deleted by an operator: register again, with no assignment.
 		return false, c.s.EnsurePath(ctx, CollectorPath(c.cfg.Name))
 	}
-	if stat.Version != c.assignVersion {
+	if stat.Version != c.assignVersion || c.refused != "" {
 		var a Assignment
 		if err := decode(CollectorPath(c.cfg.Name), data, &a); err != nil {
 			return false, err
+		}
+		// Securing the node (shepherd ctl secure) changes no version: a
+		// refused assignment is checked again every round.
+		switch err := c.checkAssignment(ctx); {
+		case errors.Is(err, recipe.ErrUntrusted):
+			a = Assignment{} // read nothing an untrusted node names
+		case err != nil:
+			return false, err // the check itself failed: change nothing, try again next round
 		}
 		if err := c.reconcile(ctx, a, stat.Version); err != nil {
 			return false, err
@@ -285,6 +297,32 @@ func (c *Collector) round(ctx context.Context, val *recipe.Value) (more bool, er
 		}
 	}
 	return more, c.commit(ctx)
+}
+
+// checkAssignment checks that only this collector's identity could have
+// written its assignment node (recipe.Session.CheckTrusted): a collector
+// reads the files and URLs it lists. A refusal is logged when it starts
+// or its reason changes, and published in status (Status.Refused).
+func (c *Collector) checkAssignment(ctx context.Context) error {
+	err := c.s.CheckTrusted(ctx, LogsRoot, CollectorPath(c.cfg.Name))
+	if err != nil && !errors.Is(err, recipe.ErrUntrusted) {
+		return err
+	}
+	why := ""
+	if err != nil {
+		why = err.Error()
+	}
+	switch {
+	case why != "" && why != c.refused:
+		c.log.Error("refusing the assignment: collecting nothing", "path", CollectorPath(c.cfg.Name), "err", err)
+	case why == "" && c.refused != "":
+		c.log.Info("assignment trusted again", "path", CollectorPath(c.cfg.Name))
+	}
+	c.refused = why
+	c.mu.Lock()
+	c.stats.Refused = why
+	c.mu.Unlock()
+	return err
 }
 
 // settle finds out whether the commit whose reply was lost took effect.
@@ -495,7 +533,10 @@ func (c *Collector) collectOne(ctx context.Context, src *source) (Progress, []by
 // multi that fails if our assignment changed since we last read it.
 func (c *Collector) commit(ctx context.Context) error {
 	dirty := c.uncommitted
-	st := Status{Version: schemaVersion, Name: c.cfg.Name, Progress: maps.Clone(c.status.Progress)}
+	st := Status{Version: schemaVersion, Name: c.cfg.Name, Progress: maps.Clone(c.status.Progress), Refused: c.refused}
+	if st.Refused != c.status.Refused {
+		dirty = true
+	}
 	for uri, p := range st.Progress {
 		if _, ok := c.srcs[uri]; !ok && p.Owned {
 			p.Owned = false

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // workload appends numbered lines to n source files in the background.
@@ -200,7 +201,7 @@ func dial(t *testing.T, connect string) *recipe.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 4 * time.Second, Logger: testLogger()})
+	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 4 * time.Second, Auth: coordtest.Auth, Logger: testLogger()})
 	if err != nil {
 		t.Fatalf("dial %s: %v", connect, err)
 	}

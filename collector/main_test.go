@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
@@ -58,8 +59,8 @@ func testAgentConfig(connect, name, out string, strategy Strategy, log *slog.Log
 		strategy = Local
 	}
 	return AgentConfig{
-		Connect:        connect,
-		SessionTimeout: 4 * time.Second,
+		Connect: connect,
+		Session: recipe.Options{SessionTimeout: 4 * time.Second, Auth: coordtest.Auth},
 		Collector: Config{
 			Name: name, OutDir: out, PollInterval: testPoll, StatusInterval: testStatus,
 			RotateSize: 4 << 10, MaxRead: 16 << 10, Logger: log,

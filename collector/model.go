@@ -11,9 +11,13 @@ import (
 
 // Paths of the layout, relative to the session's root.
 const (
-	SourcesPath    = "/logs/sources"
-	CollectorsPath = "/logs/collector"
-	AssignerPath   = "/logs/assigner"
+	// LogsRoot is the collectors' subtree: sources and assignments are
+	// acted on only if they and their ancestors up to LogsRoot are
+	// writable by the process's identity alone (docs/security.md).
+	LogsRoot       = "/logs"
+	SourcesPath    = LogsRoot + "/sources"
+	CollectorsPath = LogsRoot + "/collector"
+	AssignerPath   = LogsRoot + "/assigner"
 )
 
 // schemaVersion is the "version" field of every document written here.
@@ -111,6 +115,9 @@ type Status struct {
 	Time     time.Time           `json:"time"`
 	Load     Load                `json:"load"`
 	Progress map[string]Progress `json:"progress"`
+	// Refused is why the collector collects nothing: its assignment node
+	// could have been written by an untrusted session. Empty otherwise.
+	Refused string `json:"refused,omitempty"`
 }
 
 func encode(v any) []byte {

@@ -76,9 +76,16 @@ func (a *Admin) AddTask(ctx context.Context, sp *Spec, replace bool) error {
 		return fmt.Errorf("core: add task %q: %w", sp.Name, err)
 	}
 	data := sp.Marshal()
+	// A spec with an inline password is readable by the writer identity
+	// alone (no --read-acl viewer); the ACL is set before the data, so
+	// that the password never sits under a wider ACL.
+	acl := a.s.NodeACL()
+	if sp.HasInlinePassword() {
+		acl = a.s.SecretACL()
+	}
 	var old *Spec
 	err := a.retry(ctx, func() error {
-		_, err := a.s.Create(ctx, p, data, zk.FlagPersistent, nil)
+		_, err := a.s.Create(ctx, p, data, zk.FlagPersistent, acl)
 		if !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
@@ -91,6 +98,9 @@ func (a *Admin) AddTask(ctx context.Context, sp *Spec, replace bool) error {
 				return fmt.Errorf("%w: %s (use --replace to change its spec)", ErrTaskExists, sp.Name)
 			}
 			old, _ = decodeStoredSpec(sp.Name, cur)
+		}
+		if _, err := a.s.SetACL(ctx, p, acl, -1); err != nil {
+			return err
 		}
 		_, err = a.s.Set(ctx, p, data, st.Version)
 		return err
@@ -132,18 +142,23 @@ func (a *Admin) Task(ctx context.Context, name string) (TaskStatus, error) {
 		data, _, err = a.s.Get(ctx, a.layout.Task(name))
 		return err
 	})
-	if errors.Is(err, zk.ErrNoNode) {
+	dir := a.layout.Instances(name)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
 		return ts, fmt.Errorf("%w: %s", ErrNoTask, name)
-	}
-	if err != nil {
+	case errors.Is(err, zk.ErrNoAuth):
+		// A viewer (--read-acl) of a spec holding an inline password.
+		ts.SpecError = fmt.Sprintf("%s: not readable with this credential: a spec holding an inline password is readable by its writer alone", a.layout.Task(name))
+	case err != nil:
 		return ts, fmt.Errorf("core: task %q: %w", name, err)
 	}
-	dir := a.layout.Instances(name)
-	if sp, err := decodeStoredSpec(name, data); err != nil {
-		ts.SpecError = err.Error()
-	} else {
-		ts.Spec = sp
-		dir = a.layout.InstancesOf(sp)
+	if ts.SpecError == "" {
+		if sp, err := decodeStoredSpec(name, data); err != nil {
+			ts.SpecError = err.Error()
+		} else {
+			ts.Spec = sp
+			dir = a.layout.InstancesOf(sp)
+		}
 	}
 	lc, exists, err := readLastCommit(ctx, a.s, a.layout.LastCommit(name))
 	switch {
@@ -385,6 +400,9 @@ func (a *Admin) ResetEpoch(ctx context.Context, name string, e Engine, log *slog
 			return res, fmt.Errorf("%w: %s is still RUNNING on %s: wait for it to pause", ErrTaskBusy, name, in.Name)
 		}
 	}
+	if err := a.s.CheckTrusted(ctx, a.layout.Root, a.layout.Task(name)); err != nil {
+		return res, fmt.Errorf("core: reset epoch of task %q: %w", name, err)
+	}
 	r, err := e.Open(ctx, ts.Spec, log)
 	if err != nil {
 		return res, fmt.Errorf("core: reset epoch of task %q: %w", name, err)
@@ -408,3 +426,26 @@ func (a *Admin) ResetEpoch(ctx context.Context, name string, e Engine, log *slog
 }
 
 func (a *Admin) retry(ctx context.Context, fn func() error) error { return a.s.Retry(ctx, fn) }
+
+// PolicyACL is the ACL the security policy gives the node at p of the
+// replication tree (shepherd ctl secure): the session's secret ACL for a
+// task spec holding an inline password (or not decodable), its node ACL
+// otherwise.
+func (a *Admin) PolicyACL(ctx context.Context, p string) ([]zk.ACL, error) {
+	name, ok := strings.CutPrefix(p, a.layout.Tasks()+"/")
+	if !ok || strings.Contains(name, "/") {
+		return a.s.NodeACL(), nil
+	}
+	var data []byte
+	if err := a.retry(ctx, func() (err error) {
+		data, _, err = a.s.Get(ctx, p)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	// A spec that does not decode may hold a password all the same.
+	if sp, err := decodeStoredSpec(name, data); err != nil || sp.HasInlinePassword() {
+		return a.s.SecretACL(), nil
+	}
+	return a.s.NodeACL(), nil
+}

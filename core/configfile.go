@@ -14,6 +14,9 @@ import (
 type FileConfig struct {
 	ZK                 string        `yaml:"zk"`
 	Auth               string        `yaml:"auth"`
+	AuthFile           string        `yaml:"auth-file"`
+	ReadACL            []string      `yaml:"read-acl"`
+	InsecureOpenACL    bool          `yaml:"insecure-open-acl"`
 	SessionTimeout     time.Duration `yaml:"session-timeout"`
 	Host               string        `yaml:"host"`
 	Tasks              []string      `yaml:"task"`

@@ -244,3 +244,17 @@ func (c *Core) pause(ctx context.Context, n int) {
 	case <-ctx.Done():
 	}
 }
+
+// checkTrusted refuses a node of the replication tree that a session
+// without this core's identity could have written (recipe.ErrUntrusted):
+// a core connects to the databases a spec names.
+func (c *Core) checkTrusted(ctx context.Context, p string) error {
+	err := c.s.CheckTrusted(ctx, c.layout.Root, p)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, recipe.ErrUntrusted):
+		return fmt.Errorf("core: task spec %s: %w", p, err)
+	}
+	return fmt.Errorf("core: task spec %s: %w: %w", p, errTrustUnknown, err)
+}

@@ -52,13 +52,18 @@ func chrootOf(t testing.TB, tg *target) string { return tg.Chroot(t, "coretest")
 // dial opens a session for the test, closed when it ends.
 func dial(t testing.TB, connect string, timeout time.Duration) *recipe.Session {
 	t.Helper()
+	return dialWith(t, connect, recipe.Options{SessionTimeout: timeout, Auth: coordtest.Auth})
+}
+
+// dialWith is dial with other options: a session without the tests'
+// credential (an attacker's), or with InsecureOpenACL.
+func dialWith(t testing.TB, connect string, opts recipe.Options) *recipe.Session {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{
-		SessionTimeout: timeout,
-		Logger:         testLogger(t),
-		Retry:          recipe.RetryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: 300 * time.Millisecond, MaxElapsed: 20 * time.Second},
-	})
+	opts.Logger = testLogger(t)
+	opts.Retry = recipe.RetryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: 300 * time.Millisecond, MaxElapsed: 20 * time.Second}
+	s, err := recipe.Dial(ctx, connect, opts)
 	if err != nil {
 		t.Fatalf("dial %s: %v", connect, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -167,7 +168,7 @@ func TestMySQLOnZooKeeperEnsemble(t *testing.T) {
 // failing the test if it fails.
 func ctl(t testing.TB, connect string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(shepherdBinary(t), append([]string{"ctl", "--zk", connect}, args...)...)
+	cmd := exec.Command(shepherdBinary(t), append([]string{"ctl", "--zk", connect, "--auth-file", coordtest.AuthFile(t)}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -242,7 +243,7 @@ func startEnsembleSchedulers(t testing.TB, connect string) *jobRuns {
 	}
 	for i := 1; i <= 3; i++ {
 		host := "sched-" + strconv.Itoa(i)
-		startShepherdProc(t, host, "scheduler", "--zk", connect, "--jobs", file, "--host", host,
+		startShepherdProc(t, host, "scheduler", "--zk", connect, "--auth-file", coordtest.AuthFile(t), "--jobs", file, "--host", host,
 			"--session-timeout", ensembleSessionTimeout.String(), "--log-dir", filepath.Join(dir, host))
 	}
 	return r
@@ -293,6 +294,7 @@ type lockHolders struct {
 func startLockHolders(t testing.TB, connect string, n int) *lockHolders {
 	t.Helper()
 	bin := shepherdBinary(t)
+	auth := coordtest.AuthFile(t)
 	h := &lockHolders{dir: t.TempDir(), quit: make(chan struct{}), exits: map[string]time.Time{}}
 	for i := range n {
 		h.wg.Go(func() {
@@ -303,7 +305,7 @@ func startLockHolders(t testing.TB, connect string, n int) *lockHolders {
 				default:
 				}
 				file := filepath.Join(h.dir, fmt.Sprintf("hold-%d-%d", i, k))
-				cmd := exec.Command(bin, "--log-level", "warn", "ctl", "--zk", connect,
+				cmd := exec.Command(bin, "--log-level", "warn", "ctl", "--zk", connect, "--auth-file", auth,
 					"--session-timeout", ensembleSessionTimeout.String(), "--timeout", "20s",
 					"lock", "/ensemble-lock", "--",
 					"/bin/sh", "-c", `date +%s%N > "$1"; sleep 0.1; date +%s%N >> "$1"`, "sh", file)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -213,7 +214,7 @@ const coreSessionTimeout = 2 * time.Second
 // printed if the test failed.
 func startCoreProc(t testing.TB, connect, host string, args ...string) *coreProc {
 	t.Helper()
-	full := append([]string{"core", "--zk", connect, "--host", host,
+	full := append([]string{"core", "--zk", connect, "--host", host, "--auth-file", coordtest.AuthFile(t),
 		"--session-timeout", coreSessionTimeout.String(), "--checkpoint-interval", "200ms",
 		"--retry-base", "100ms", "--retry-max", "1s", "--scan-interval", "500ms"}, args...)
 	p := startShepherdProc(t, "core-"+host, full...)

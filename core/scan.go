@@ -91,10 +91,15 @@ func (c *Core) tryTake(ctx context.Context, name string, start func(run func()))
 	case len(kids) > 0:
 		return nil // owned, or being taken
 	}
-	// A stopped or misfiled task is not worth an election.
+	// A stopped, misfiled or untrusted task is not worth an election.
 	data, _, err := c.s.Get(ctx, c.layout.Task(name))
 	if err != nil {
 		return fmt.Errorf("read spec: %w", err)
+	}
+	for _, p := range []string{c.layout.Task(name), c.layout.GroupTask(c.cfg.Group, name)} {
+		if err := c.checkTrusted(ctx, p); err != nil {
+			return err
+		}
 	}
 	sp, err := decodeStoredSpec(name, data)
 	if err != nil {

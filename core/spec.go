@@ -302,6 +302,12 @@ func (e *Endpoint) validate(field string, bad func(field, format string, args ..
 	}
 }
 
+// HasInlinePassword reports whether the spec holds a password itself
+// (not a passwordFile): its node is then readable by the writer alone.
+func (sp *Spec) HasInlinePassword() bool {
+	return sp.Source.Password != "" || sp.Target.Password != ""
+}
+
 // ResolvePassword returns the endpoint's password, reading PasswordFile
 // if one is given.
 func (e *Endpoint) ResolvePassword() (string, error) {

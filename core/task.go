@@ -41,15 +41,23 @@ func (t *taskRun) specKey() specKey {
 	return specKey{st.Czxid, st.Mzxid}
 }
 
-// loadSpec returns the current spec and its key, or why it cannot run.
-func (t *taskRun) loadSpec() (*Spec, specKey, error) {
+// loadSpec returns the current spec and its key, or why it cannot run:
+// missing, malformed, or untrusted (recipe.ErrUntrusted: a session
+// without this core's identity could have written it).
+func (t *taskRun) loadSpec(ctx context.Context) (*Spec, specKey, error) {
 	data, st, exists := t.spec.Get()
 	key := specKey{st.Czxid, st.Mzxid}
 	if !exists {
 		return nil, key, fmt.Errorf("%w: %s does not exist: add the task with shepherd ctl task add -f task.yaml", ErrNoSpec, t.c.layout.Task(t.name))
 	}
 	sp, err := decodeStoredSpec(t.name, data)
-	return sp, key, err
+	if err != nil {
+		return nil, key, err
+	}
+	if err := t.c.checkTrusted(ctx, t.c.layout.Task(t.name)); err != nil {
+		return nil, key, err
+	}
+	return sp, key, nil
 }
 
 // waitSpecChange waits until the spec's key differs from key. It returns
@@ -104,7 +112,7 @@ func (t *taskRun) lead(ctx context.Context, e *recipe.Election) error {
 	tm := t.newTerm(e)
 	t.log.Info("instance owns the task", "node", tm.owner, "epoch", tm.epoch)
 	for ctx.Err() == nil {
-		sp, key, err := t.loadSpec()
+		sp, key, err := t.loadSpec(ctx)
 		if err == nil {
 			err = t.fitsMode(sp)
 		}
@@ -144,8 +152,10 @@ func (t *taskRun) lead(ctx context.Context, e *recipe.Election) error {
 }
 
 // hold keeps the task without running it — PAUSED, or FAILED with cause
-// — until its spec changes. It returns nil then, and otherwise what lead
-// should return.
+// — until its spec changes; or, when the cause is an untrusted spec, at
+// most untrustedRecheck: securing its ACL (shepherd ctl secure) changes
+// no data and fires no watch. It returns nil then, and otherwise what
+// lead should return.
 func (t *taskRun) hold(ctx context.Context, tm *term, key specKey, state string, cause error) error {
 	msg := ""
 	if cause != nil {
@@ -160,9 +170,17 @@ func (t *taskRun) hold(ctx context.Context, tm *term, key specKey, state string,
 	}); errors.Is(err, ErrFenced) {
 		return err
 	}
+	if errors.Is(cause, recipe.ErrUntrusted) || errors.Is(cause, errTrustUnknown) {
+		_ = t.sleep(ctx, untrustedRecheck, key) // or ctx ended: lead sees it
+		return nil
+	}
 	_ = t.waitSpecChange(ctx, key) // or ctx ended: lead sees it
 	return nil
 }
+
+// untrustedRecheck is how often a core holding a task FAILED for an
+// untrusted spec (or a trust check that failed) checks its ACL again.
+const untrustedRecheck = 5 * time.Second
 
 // fitsMode checks that this core may run sp the way it was asked to.
 func (t *taskRun) fitsMode(sp *Spec) error {

@@ -61,6 +61,9 @@ var (
 	errSpecChanged = errors.New("core: task spec changed")
 	// errRelease makes a cold-standby lead give its task up.
 	errRelease = errors.New("core: task released")
+	// errTrustUnknown: the ACLs of a spec could not be read, so whether
+	// to trust it is unknown; the check is tried again.
+	errTrustUnknown = errors.New("core: cannot check the spec's ACL")
 )
 
 // run runs the task with spec sp (whose version is key) until ctx ends,

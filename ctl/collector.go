@@ -88,6 +88,9 @@ func (r *runner) collectorList(c *cli.Context) error {
 		if len(in.Sources) > 0 {
 			fmt.Fprintf(r.env.Stdout, "%s: %s\n", in.Name, strings.Join(in.Sources, " "))
 		}
+		if in.Refused != "" {
+			fmt.Fprintf(r.env.Stdout, "%s: REFUSED: %s\n", in.Name, in.Refused)
+		}
 	}
 	return nil
 }

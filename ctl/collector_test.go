@@ -12,30 +12,32 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/collector"
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 func TestSourceVerbs(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		zk := chrootOf(t, tg)
-		if out := mustCtl(t, zk, "source", "list"); out != "" {
+		if out := mustCtlAuth(t, zk, "source", "list"); out != "" {
 			t.Fatalf("source list before any add printed %q, want nothing", out)
 		}
 		a, b := "file:///var/log/a*.log", "http://127.0.0.1:9/b.log"
-		if out := mustCtl(t, zk, "source", "add", a, b); out != "added 2 of 2\n" {
+		if out := mustCtlAuth(t, zk, "source", "add", a, b); out != "added 2 of 2\n" {
 			t.Fatalf("source add printed %q", out)
 		}
-		if out := mustCtl(t, zk, "source", "add", a); out != "added 0 of 1\n" {
+		if out := mustCtlAuth(t, zk, "source", "add", a); out != "added 0 of 1\n" {
 			t.Fatalf("adding a present source printed %q, want nothing added", out)
 		}
-		if out := mustCtl(t, zk, "source", "list"); out != a+"\n"+b+"\n" {
+		if out := mustCtlAuth(t, zk, "source", "list"); out != a+"\n"+b+"\n" {
 			t.Fatalf("source list printed %q, want both in order", out)
 		}
-		r := runCtl(t, zk, "source", "rm", a, "file:///nope")
+		r := runCtlAuth(t, zk, "source", "rm", a, "file:///nope")
 		if r.code != 0 || r.stdout != "removed 1 of 2\n" || !strings.Contains(r.stderr, "not in the list") {
 			t.Fatalf("source rm: %v", r)
 		}
 		var doc struct{ Sources []string }
-		if err := json.Unmarshal([]byte(mustCtl(t, zk, "--json", "source", "list")), &doc); err != nil || len(doc.Sources) != 1 || doc.Sources[0] != b {
+		if err := json.Unmarshal([]byte(mustCtlAuth(t, zk, "--json", "source", "list")), &doc); err != nil || len(doc.Sources) != 1 || doc.Sources[0] != b {
 			t.Fatalf("--json source list: %+v, %v", doc, err)
 		}
 	})
@@ -56,7 +58,7 @@ func TestSourceUsageErrors(t *testing.T) {
 		{[]string{"collector", "list", "--dead-after", "-1s"}, "must be positive"},
 	} {
 		// The address is never dialled: usage errors come first.
-		r := runCtl(t, "127.0.0.1:1", tc.args...)
+		r := runCtlAuth(t, "127.0.0.1:1", tc.args...)
 		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("ctl %s: want exit %d and %q, got %v", strings.Join(tc.args, " "), ExitUsage, tc.want, r)
 		}
@@ -66,7 +68,7 @@ func TestSourceUsageErrors(t *testing.T) {
 func TestCollectorList(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		zk := chrootOf(t, tg)
-		if out := mustCtl(t, zk, "collector", "list"); strings.Count(out, "\n") != 1 {
+		if out := mustCtlAuth(t, zk, "collector", "list"); strings.Count(out, "\n") != 1 {
 			t.Fatalf("collector list with no collectors printed %q, want the header only", out)
 		}
 		dir := t.TempDir()
@@ -74,12 +76,12 @@ func TestCollectorList(t *testing.T) {
 		if err := os.WriteFile(src, []byte("one\ntwo\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		mustCtl(t, zk, "source", "add", "file://"+src)
+		mustCtlAuth(t, zk, "source", "add", "file://"+src)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
 			done <- collector.RunAgent(ctx, collector.AgentConfig{
-				Connect: zk, SessionTimeout: 2 * time.Second, Assign: true,
+				Connect: zk, Session: recipe.Options{SessionTimeout: 2 * time.Second, Auth: coordtest.Auth}, Assign: true,
 				Collector: collector.Config{Name: "host1", OutDir: filepath.Join(dir, "out"),
 					PollInterval: 20 * time.Millisecond, StatusInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)},
 				Assigner: collector.AssignerConfig{Strategy: collector.Local, PollInterval: 20 * time.Millisecond,
@@ -93,7 +95,7 @@ func TestCollectorList(t *testing.T) {
 			}
 		}()
 		waitFor(t, 20*time.Second, "the collector to report its lines", func() error {
-			out := mustCtl(t, zk, "collector", "list")
+			out := mustCtlAuth(t, zk, "collector", "list")
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			if len(lines) != 3 {
 				return fmt.Errorf("collector list printed %q, want a header, a row and the sources", out)
@@ -110,7 +112,7 @@ func TestCollectorList(t *testing.T) {
 		var doc struct {
 			Collectors []collector.CollectorInfo
 		}
-		if err := json.Unmarshal([]byte(mustCtl(t, zk, "--json", "collector", "list")), &doc); err != nil ||
+		if err := json.Unmarshal([]byte(mustCtlAuth(t, zk, "--json", "collector", "list")), &doc); err != nil ||
 			len(doc.Collectors) != 1 || !doc.Collectors[0].Alive || doc.Collectors[0].Lines != 2 {
 			t.Fatalf("--json collector list: %+v, %v", doc, err)
 		}

@@ -12,10 +12,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/authflag"
 )
 
 // Exit statuses of Run. lock and elect also pass their command's status
@@ -78,7 +80,7 @@ type runner struct {
 	sigs   *signalRouter
 
 	connect        string
-	auth           string
+	security       authflag.Settings
 	json           bool
 	timeout        time.Duration
 	sessionTimeout time.Duration
@@ -181,6 +183,36 @@ func (r *runner) warn(format string, args ...any) {
 	fmt.Fprintf(r.env.Stderr, "warning: "+format+"\n", args...)
 }
 
+// warnUnsecured warns that, without a credential, what a verb stores is
+// world-writable and so refused by the processes meant to act on it.
+func (r *runner) warnUnsecured(s *recipe.Session, consequence string) {
+	if s != nil && !s.Secured() {
+		r.warn("no credential (--auth or --auth-file): anyone can rewrite what this stores, so %s; pass the coordination server's admin.auth with --auth-file (docs/security.md)", consequence)
+	}
+}
+
+// warnUntrusted warns, on stderr, about each node at paths (below base)
+// that processes holding ctl's credential refuse to act on, with why:
+// the list verbs show what is stored, and this says what will not run.
+// Without a credential there is no identity to check for.
+func (r *runner) warnUntrusted(s *recipe.Session, base string, paths ...string) error {
+	if !s.Secured() {
+		return nil
+	}
+	for _, p := range paths {
+		ctx, cancel := r.opCtx()
+		err := s.CheckTrusted(ctx, base, p)
+		cancel()
+		switch {
+		case errors.Is(err, recipe.ErrUntrusted):
+			r.warn("%v", err)
+		case err != nil && !errors.Is(err, zk.ErrNoNode):
+			return onPath(p, err)
+		}
+	}
+	return nil
+}
+
 // session returns the run's session, dialling it on first use.
 func (r *runner) session() (*recipe.Session, error) {
 	if r.sess != nil {
@@ -188,12 +220,15 @@ func (r *runner) session() (*recipe.Session, error) {
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
 	defer cancel()
-	s, err := recipe.Dial(ctx, r.connect, recipe.Options{
+	opts := recipe.Options{
 		SessionTimeout: r.sessionTimeout,
-		Auth:           r.auth,
 		Logger:         r.logger(),
 		Retry:          recipe.RetryPolicy{BaseDelay: 50 * time.Millisecond, MaxDelay: time.Second, MaxElapsed: r.timeout},
-	})
+	}
+	if err := r.security.Apply(&opts); err != nil {
+		return nil, usagef("%v", err)
+	}
+	s, err := recipe.Dial(ctx, r.connect, opts)
 	switch {
 	case err == nil:
 		r.sess = s
@@ -313,7 +348,7 @@ func (r *runner) app() *cli.App {
 		Name:      "shepherd ctl",
 		HelpName:  "shepherd ctl",
 		Usage:     "zkCli-like client for shepherd coord and Apache ZooKeeper",
-		UsageText: "shepherd ctl [--zk host:port[,host:port…][/chroot]] [--auth digest:user:password] [--json] command [flags] [args]",
+		UsageText: "shepherd ctl [--zk host:port[,host:port…][/chroot]] [--auth [digest:]user:password | --auth-file F] [--json] command [flags] [args]",
 		Description: `The verbs of ZooKeeper's zkCli.sh with the same output, plus watch, lock, elect,
 dump, load and the four-letter words. Flags go before arguments. Exit status: 0 ok,
 1 failure, 2 usage error; lock and elect pass their command's status through.
@@ -327,11 +362,9 @@ See docs/ctl.md.`,
 		HideHelp:               true,
 		HideHelpCommand:        true,
 		UseShortOptionHandling: true,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "zk", Value: DefaultConnect, EnvVars: []string{"SHEPHERD_ZK"},
 				Usage: "servers and optional chroot: host:port[,host:port…][/chroot]"},
-			&cli.StringFlag{Name: "auth", EnvVars: []string{"SHEPHERD_AUTH"},
-				Usage: "credential added to the session: digest:user:password"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document per command (watch: per event)"},
 			&cli.DurationFlag{Name: "timeout", Value: 15 * time.Second,
 				Usage: "bound on connecting and on each request"},
@@ -339,7 +372,7 @@ See docs/ctl.md.`,
 				Usage: "session timeout: how soon the server frees a crashed ctl's locks and ephemeral nodes"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log the session's connection events"},
 			helpFlag(),
-		},
+		}, authflag.Flags()...),
 		Before:         r.globals,
 		ExitErrHandler: func(*cli.Context, error) {}, // report() decides the exit status
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
@@ -373,22 +406,13 @@ func (r *runner) globals(c *cli.Context) error {
 	if r.sessionTimeout <= 0 {
 		return usagef("--session-timeout %v: must be positive", r.sessionTimeout)
 	}
-	if a := c.String("auth"); a != "" {
-		scheme, cred, ok := strings.Cut(a, ":")
-		if !ok || scheme != "digest" || !strings.Contains(cred, ":") {
-			return usagef("--auth: want digest:user:password, got %q", redact(a))
-		}
-		r.auth = cred
+	r.security = authflag.FromContext(c)
+	// Checked now, so that a bad credential is a usage error even for
+	// verbs that never connect.
+	if err := r.security.Apply(&recipe.Options{}); err != nil {
+		return usagef("%v", err)
 	}
 	return nil
-}
-
-// redact hides the password of an --auth value in messages.
-func redact(auth string) string {
-	if i := strings.LastIndexByte(auth, ':'); i >= 0 {
-		return auth[:i+1] + "***"
-	}
-	return auth
 }
 
 // commands lists every verb.
@@ -396,7 +420,7 @@ func (r *runner) commands() []*cli.Command {
 	cmds := r.znodeCommands()
 	cmds = append(cmds, r.watchCommand(), r.lockCommand(), r.electCommand(), r.dumpCommand(), r.loadCommand(), r.taskCommand())
 	cmds = append(cmds, r.sourceCommand(), r.collectorCommand())
-	cmds = append(cmds, r.jobCommand())
+	cmds = append(cmds, r.jobCommand(), r.secureCommand(), r.digestCommand())
 	cmds = append(cmds, r.fourLetterCommands()...)
 	for _, c := range cmds {
 		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {

@@ -320,7 +320,7 @@ func (r *runner) refuseExisting(s *recipe.Session, nodes []loadNode) error {
 func (r *runner) loadNode(s *recipe.Session, n loadNode, overwrite bool) (bool, error) {
 	acl := n.acl
 	if len(acl) == 0 {
-		acl = nil // the session's default, open ACL
+		acl = nil // the session's policy (open without a credential)
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
@@ -337,7 +337,7 @@ func (r *runner) loadNode(s *recipe.Session, n loadNode, overwrite bool) (bool, 
 		return false, onPath(n.path, err)
 	}
 	if acl == nil {
-		acl = zk.WorldACL(zk.PermAll)
+		acl = s.NodeACL()
 	}
 	if _, err := s.SetACL(ctx, n.path, acl, -1); err != nil {
 		return false, onPath(n.path, err)

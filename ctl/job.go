@@ -143,6 +143,7 @@ func (r *runner) jobAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	r.warnUnsecured(s, "schedulers refuse the job")
 	for _, j := range jobs {
 		ctx, cancel := r.opCtx()
 		err := scheduler.StoreJob(ctx, s, j)
@@ -195,6 +196,11 @@ func (r *runner) jobList(c *cli.Context) error {
 	}
 	for name, e := range bad {
 		out = append(out, jobSummary{Name: name, Error: jobError(e).Error()})
+	}
+	for _, j := range out {
+		if err := r.warnUntrusted(s, scheduler.Root, scheduler.JobPath(j.Name)); err != nil {
+			return err
+		}
 	}
 	if r.json {
 		if out == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -20,39 +21,39 @@ func TestJobVerbs(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		conn := chrootOf(t, tg)
 		out := filepath.Join(t.TempDir(), "effects")
-		mustCtl(t, conn, "job", "add", "--schedule", "@yearly", "--timeout", "1m", "--env", "OUT="+out,
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--timeout", "1m", "--env", "OUT="+out,
 			"report", "--", "sh", "-c", `echo "ran $SHEPHERD_RUN_KEY" | tee -a "$OUT"`)
 
 		var list []jobSummary
-		if err := json.Unmarshal([]byte(mustCtl(t, conn, "--json", "job", "list")), &list); err != nil {
+		if err := json.Unmarshal([]byte(mustCtlAuth(t, conn, "--json", "job", "list")), &list); err != nil {
 			t.Fatal(err)
 		}
 		if len(list) != 1 || list[0].Name != "report" || list[0].Schedule != "@yearly" || list[0].Paused {
 			t.Fatalf("job list = %+v, want report, @yearly, not paused", list)
 		}
-		mustCtl(t, conn, "job", "pause", "report")
-		if got := mustCtl(t, conn, "job", "list"); !strings.Contains(got, "report") || !strings.Contains(got, "true") {
+		mustCtlAuth(t, conn, "job", "pause", "report")
+		if got := mustCtlAuth(t, conn, "job", "list"); !strings.Contains(got, "report") || !strings.Contains(got, "true") {
 			t.Fatalf("job list after pause:\n%s\nwant report paused", got)
 		}
-		mustCtl(t, conn, "job", "resume", "report")
-		if got := mustCtl(t, conn, "job", "show", "report"); !strings.Contains(got, `"schedule": "@yearly"`) || !strings.Contains(got, "paused: false") {
+		mustCtlAuth(t, conn, "job", "resume", "report")
+		if got := mustCtlAuth(t, conn, "job", "show", "report"); !strings.Contains(got, `"schedule": "@yearly"`) || !strings.Contains(got, "paused: false") {
 			t.Fatalf("job show:\n%s\nwant the spec, not paused", got)
 		}
 
 		startScheduler(t, conn)
-		r := runCtl(t, conn, "job", "run-now", "--wait", "30s", "report")
+		r := runCtlAuth(t, conn, "job", "run-now", "--wait", "30s", "report")
 		if r.code != 0 || !strings.Contains(r.stdout, "succeeded attempt 1") {
 			t.Fatalf("job run-now --wait: %v", r)
 		}
 		key := strings.Fields(r.stdout)[0]
-		if got := mustCtl(t, conn, "job", "logs", "report", key); !strings.Contains(got, "ran "+key) {
+		if got := mustCtlAuth(t, conn, "job", "logs", "report", key); !strings.Contains(got, "ran "+key) {
 			t.Fatalf("job logs:\n%s\nwant the command's output", got)
 		}
-		if got := mustCtl(t, conn, "job", "show", "report"); !strings.Contains(got, key) || !strings.Contains(got, "succeeded") {
+		if got := mustCtlAuth(t, conn, "job", "show", "report"); !strings.Contains(got, key) || !strings.Contains(got, "succeeded") {
 			t.Fatalf("job show:\n%s\nwant run %s succeeded", got, key)
 		}
-		mustCtl(t, conn, "job", "rm", "report")
-		if r := runCtl(t, conn, "job", "rm", "report"); r.code != ExitFailure || !strings.Contains(r.stderr, "no such job") {
+		mustCtlAuth(t, conn, "job", "rm", "report")
+		if r := runCtlAuth(t, conn, "job", "rm", "report"); r.code != ExitFailure || !strings.Contains(r.stderr, "no such job") {
 			t.Fatalf("second job rm: %v; want exit 1, no such job", r)
 		}
 	})
@@ -80,12 +81,12 @@ func TestJobAddRejectsBadSpecs(t *testing.T) {
 			{[]string{"job", "frob"}, ExitUsage, "unknown verb"},
 		}
 		for _, tt := range tests {
-			r := runCtl(t, conn, tt.args...)
+			r := runCtlAuth(t, conn, tt.args...)
 			if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
 				t.Errorf("ctl %s: %v\nwant exit %d mentioning %q", strings.Join(tt.args, " "), r, tt.code, tt.want)
 			}
 		}
-		if got := mustCtl(t, conn, "--json", "job", "list"); strings.TrimSpace(got) != "[]" {
+		if got := mustCtlAuth(t, conn, "--json", "job", "list"); strings.TrimSpace(got) != "[]" {
 			t.Errorf("job list after rejected adds = %s, want []", got)
 		}
 	})
@@ -95,7 +96,7 @@ func TestJobAddRejectsBadSpecs(t *testing.T) {
 func startScheduler(t *testing.T, conn string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := recipe.Dial(ctx, conn, recipe.Options{SessionTimeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	s, err := recipe.Dial(ctx, conn, recipe.Options{SessionTimeout: 2 * time.Second, Auth: coordtest.Auth, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,3 +131,28 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// withAuth prefixes args with the tests' credential: the verbs that write
+// what Shepherd's processes act on (task, job, source) need it, or the
+// processes refuse their nodes.
+func withAuth(args []string) []string {
+	return append([]string{"--auth", coordtest.Auth}, args...)
+}
+
+// runCtlAuth is runCtl with the tests' credential.
+func runCtlAuth(t testing.TB, connect string, args ...string) result {
+	t.Helper()
+	return runCtl(t, connect, withAuth(args)...)
+}
+
+// runCtlEnvAuth is runCtlEnv with the tests' credential.
+func runCtlEnvAuth(t testing.TB, env Env, connect string, args ...string) result {
+	t.Helper()
+	return runCtlEnv(t, env, connect, withAuth(args)...)
+}
+
+// mustCtlAuth is mustCtl with the tests' credential.
+func mustCtlAuth(t testing.TB, connect string, args ...string) string {
+	t.Helper()
+	return mustCtl(t, connect, withAuth(args)...)
+}

@@ -58,6 +58,7 @@ func (r *runner) sourceAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	r.warnUnsecured(s, "collectors refuse the sources")
 	var n int
 	err = r.retry(s, func(ctx context.Context) (err error) {
 		n, err = collector.AddSources(ctx, s, uris...)
@@ -115,6 +116,9 @@ func (r *runner) sourceList(c *cli.Context) error {
 	})
 	if err != nil {
 		return r.collectorError(collector.SourcesPath, err)
+	}
+	if err := r.warnUntrusted(s, collector.LogsRoot, collector.SourcesPath); err != nil {
+		return err
 	}
 	if r.json {
 		if uris == nil {

@@ -154,6 +154,7 @@ func (r *runner) taskAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	r.warnUnsecured(r.sess, "cores refuse the task")
 	ctx, cancel := r.opCtx()
 	defer cancel()
 	if err := a.AddTask(ctx, sp, c.Bool("replace")); err != nil {
@@ -213,6 +214,9 @@ func (r *runner) taskList(c *cli.Context) error {
 	}
 	for i := range tasks {
 		redactStatus(&tasks[i])
+		if err := r.warnUntrusted(r.sess, a.Layout().Root, a.Layout().Task(tasks[i].Name)); err != nil {
+			return err
+		}
 	}
 	if r.json {
 		return writeJSON(r.env.Stdout, tasks)

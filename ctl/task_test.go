@@ -16,6 +16,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 const taskYAML = `name: copy_hot_item
@@ -41,13 +42,13 @@ func TestTaskVerbs(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		conn := chrootOf(t, tg)
 		spec := writeSpec(t, taskYAML)
-		if got := mustCtl(t, conn, "task", "add", "-f", spec); !strings.Contains(got, "task copy_hot_item added at /mysql_replicator/tasks/copy_hot_item (hot standby, running)") {
+		if got := mustCtlAuth(t, conn, "task", "add", "-f", spec); !strings.Contains(got, "task copy_hot_item added at /mysql_replicator/tasks/copy_hot_item (hot standby, running)") {
 			t.Fatalf("task add printed %q", got)
 		}
-		if r := runCtl(t, conn, "task", "add", "-f", spec); r.code != ExitFailure || !strings.Contains(r.stderr, "task exists: copy_hot_item (use --replace") {
+		if r := runCtlAuth(t, conn, "task", "add", "-f", spec); r.code != ExitFailure || !strings.Contains(r.stderr, "task exists: copy_hot_item (use --replace") {
 			t.Fatalf("second add: %v", r)
 		}
-		mustCtl(t, conn, "task", "add", "--replace", "-f", spec)
+		mustCtlAuth(t, conn, "task", "add", "--replace", "-f", spec)
 
 		// A core's instance: RUNNING, owning the task; and a standby.
 		s := dialSession(t, conn)
@@ -71,11 +72,11 @@ func TestTaskVerbs(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		list := mustCtl(t, conn, "task", "list")
+		list := mustCtlAuth(t, conn, "task", "list")
 		if !regexp.MustCompile(`(?m)^copy_hot_item\s+hot\s+running\s+db-a-0000000000\s+RUNNING\s+mysql-bin.000003:1234 gtid 0-1-99\s+1.5s\s+2$`).MatchString(list) {
 			t.Fatalf("task list:\n%s", list)
 		}
-		show := mustCtl(t, conn, "task", "show", "copy_hot_item")
+		show := mustCtlAuth(t, conn, "task", "show", "copy_hot_item")
 		t.Logf("task list:\n%s\ntask show:\n%s", list, show)
 		for _, want := range []string{
 			"source:     repl@127.0.0.1:3306 (mariadb)",
@@ -96,7 +97,7 @@ func TestTaskVerbs(t *testing.T) {
 			t.Errorf("task show printed the password:\n%s", show)
 		}
 		var ts core.TaskStatus
-		js := mustCtl(t, conn, "--json", "task", "show", "copy_hot_item")
+		js := mustCtlAuth(t, conn, "--json", "task", "show", "copy_hot_item")
 		if err := json.Unmarshal([]byte(js), &ts); err != nil {
 			t.Fatal(err)
 		}
@@ -104,40 +105,40 @@ func TestTaskVerbs(t *testing.T) {
 			t.Fatalf("task show --json: %s", js)
 		}
 
-		if r := runCtl(t, conn, "task", "reset-epoch", "copy_hot_item"); r.code != ExitFailure ||
+		if r := runCtlAuth(t, conn, "task", "reset-epoch", "copy_hot_item"); r.code != ExitFailure ||
 			!strings.Contains(r.stderr, "copy_hot_item is running: shepherd ctl task stop copy_hot_item first") {
 			t.Fatalf("reset-epoch of a running task: %v", r)
 		}
-		mustCtl(t, conn, "task", "stop", "copy_hot_item")
-		if got := mustCtl(t, conn, "task", "list"); !strings.Contains(got, "stopped") {
+		mustCtlAuth(t, conn, "task", "stop", "copy_hot_item")
+		if got := mustCtlAuth(t, conn, "task", "list"); !strings.Contains(got, "stopped") {
 			t.Fatalf("list after stop:\n%s", got)
 		}
-		if r := runCtl(t, conn, "task", "reset-epoch", "copy_hot_item"); r.code != ExitFailure ||
+		if r := runCtlAuth(t, conn, "task", "reset-epoch", "copy_hot_item"); r.code != ExitFailure ||
 			!strings.Contains(r.stderr, "copy_hot_item is still RUNNING on db-a-0000000000") {
 			t.Fatalf("reset-epoch while an instance is RUNNING: %v", r)
 		}
-		if r := runCtl(t, conn, "task", "rm", "copy_hot_item"); r.code != ExitFailure ||
+		if r := runCtlAuth(t, conn, "task", "rm", "copy_hot_item"); r.code != ExitFailure ||
 			!strings.Contains(r.stderr, "has instances db-a-0000000000, db-b-0000000001: stop the cores started with --task copy_hot_item") {
 			t.Fatalf("rm with instances: %v", r)
 		}
 		s.Close() // the cores go
 		// Stopped, nobody RUNNING: the epochs go back to 0.
 		eng := &fakeEngine{targetEpoch: 77}
-		r := runCtlEnv(t, Env{Engine: eng}, conn, "task", "reset-epoch", "copy_hot_item")
+		r := runCtlEnvAuth(t, Env{Engine: eng}, conn, "task", "reset-epoch", "copy_hot_item")
 		if r.code != 0 || r.stdout != "task copy_hot_item: target checkpoint epoch 77 → 0, lastCommit epoch 77 → 0; shepherd ctl task start copy_hot_item to resume\n" || eng.resets != 1 {
 			t.Fatalf("reset-epoch: %v (%d resets)", r, eng.resets)
 		}
-		if show := mustCtl(t, conn, "task", "show", "copy_hot_item"); !strings.Contains(show, "mysql-bin.000003:1200") || !strings.Contains(show, "epoch 0") {
+		if show := mustCtlAuth(t, conn, "task", "show", "copy_hot_item"); !strings.Contains(show, "mysql-bin.000003:1200") || !strings.Contains(show, "epoch 0") {
 			t.Errorf("task show after reset-epoch:\n%s", show)
 		}
-		mustCtl(t, conn, "task", "start", "copy_hot_item")
-		if got := mustCtl(t, conn, "task", "rm", "copy_hot_item"); got != "task copy_hot_item removed\n" {
+		mustCtlAuth(t, conn, "task", "start", "copy_hot_item")
+		if got := mustCtlAuth(t, conn, "task", "rm", "copy_hot_item"); got != "task copy_hot_item removed\n" {
 			t.Fatalf("rm printed %q", got)
 		}
-		if r := runCtl(t, conn, "task", "show", "copy_hot_item"); r.code != ExitFailure || !strings.Contains(r.stderr, "no such task: copy_hot_item") {
+		if r := runCtlAuth(t, conn, "task", "show", "copy_hot_item"); r.code != ExitFailure || !strings.Contains(r.stderr, "no such task: copy_hot_item") {
 			t.Fatalf("show after rm: %v", r)
 		}
-		if got := mustCtl(t, conn, "ls", "/mysql_replicator/tasks"); got != "[]\n" {
+		if got := mustCtlAuth(t, conn, "ls", "/mysql_replicator/tasks"); got != "[]\n" {
 			t.Fatalf("tasks left after rm: %s", got)
 		}
 	})
@@ -167,17 +168,17 @@ func TestTaskVerbErrors(t *testing.T) {
 			{[]string{"task", "show", "a/b"}, ExitFailure, "no such task"},
 			{[]string{"task", "--root", "rel", "list"}, ExitUsage, "--root \"rel\""},
 		} {
-			r := runCtl(t, conn, tc.args...)
+			r := runCtlAuth(t, conn, tc.args...)
 			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("ctl %s: %v\nwant exit %d and %q", strings.Join(tc.args, " "), r, tc.code, tc.want)
 			}
 		}
-		if got := mustCtl(t, conn, "task", "list"); strings.Count(got, "\n") != 1 {
+		if got := mustCtlAuth(t, conn, "task", "list"); strings.Count(got, "\n") != 1 {
 			t.Errorf("a rejected add stored something:\n%s", got)
 		}
 		// Standard input works too.
 		env := Env{Stdin: strings.NewReader(taskYAML)}
-		if r := runCtlEnv(t, env, conn, "task", "add", "-f", "-"); r.code != 0 {
+		if r := runCtlEnvAuth(t, env, conn, "task", "add", "-f", "-"); r.code != 0 {
 			t.Fatalf("add from stdin: %v", r)
 		}
 	})
@@ -188,7 +189,7 @@ func dialSession(t testing.TB, connect string) *recipe.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 2 * time.Second})
+	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 2 * time.Second, Auth: coordtest.Auth})
 	if err != nil {
 		t.Fatal(err)
 	}

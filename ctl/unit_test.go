@@ -185,18 +185,6 @@ func TestFourLetterValues(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
-	for in, want := range map[string]string{
-		"digest:ops:secret": "digest:ops:***",
-		"ops:secret":        "ops:***",
-		"nocolon":           "nocolon",
-	} {
-		if got := redact(in); got != want {
-			t.Errorf("redact(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestRelocate(t *testing.T) {
 	paths := func(d *dumpFile, to string) []string {
 		var out []string

@@ -231,13 +231,23 @@ func TestDigestAuth(t *testing.T) {
 		sum := sha1.Sum([]byte("ops:secret"))
 		id := "ops:" + base64.StdEncoding.EncodeToString(sum[:])
 		runSteps(t, zk, []step{
+			// The chroot first, open: made with ops's credential it would be
+			// ops's alone, and other tests dump the whole tree.
+			{args: words("ls /"), out: "[]\n"},
 			{args: words("--auth digest:ops:secret create /s data auth::cdrwa"), out: "Created /s\n"},
 			{args: words("get /s"), code: 1, err: "Insufficient permission : /s\n"},
 			{args: words("--auth digest:ops:wrong get /s"), code: 1, err: "Insufficient permission : /s\n"},
 			{args: words("--auth digest:ops:secret get /s"), out: "data\n"},
 			{args: words("--auth digest:ops:secret getacl /s"), out: "'digest,'" + id + "\n: cdrwa\n"},
-			{args: words("--auth ops:secret get /s"), code: 2, err: "--auth: want digest:user:password, got \"ops:***\"\n"},
+			{args: words("--auth ops:secret get /s"), out: "data\n"},
+			{args: words("--auth nocolon get /s"), code: 2, err: "--auth: recipe: bad credential: want user:password or digest:user:password, got 7 bytes without a colon\n"},
 			{args: words("--auth digest:ops:secret delete /s")},
+			// Without an ACL argument a node gets the credential's policy,
+			// not zkCli's world:anyone: only ops may write it.
+			{args: words("--auth ops:secret create /p data"), out: "Created /p\n"},
+			{args: words("--auth ops:secret getacl /p"), out: "'digest,'" + id + "\n: cdrwa\n"},
+			{args: words("set /p x"), code: 1, err: "Insufficient permission : /p\n"},
+			{args: words("--auth ops:secret delete /p")}, // other tests dump the whole tree
 		})
 	})
 }

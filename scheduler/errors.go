@@ -12,6 +12,9 @@ var (
 	// this process is no longer the master of the run (its session ended
 	// and another scheduler took the run over).
 	ErrNotMaster = errors.New("scheduler: no longer master of the run")
+	// ErrJobRefused reports a stored job the scheduler will not run
+	// because a jobs-file job has its name.
+	ErrJobRefused = errors.New("scheduler: stored job refused")
 	// ErrUnknownFunc reports a job naming a Go function nobody registered.
 	ErrUnknownFunc = errors.New("scheduler: unknown job function")
 )

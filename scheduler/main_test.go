@@ -66,7 +66,7 @@ func runChild(conf string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	s, err := recipe.Dial(ctx, c.Connect, recipe.Options{SessionTimeout: testSessionTimeout, Logger: log})
+	s, err := recipe.Dial(ctx, c.Connect, recipe.Options{SessionTimeout: testSessionTimeout, Auth: coordtest.Auth, Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -116,7 +116,7 @@ func dialTimeout(t *testing.T, connect string, sessionTimeout time.Duration) *re
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: sessionTimeout, Logger: testLogger(t)})
+	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: sessionTimeout, Auth: coordtest.Auth, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

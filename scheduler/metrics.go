@@ -11,6 +11,7 @@ type metrics struct {
 	runs      *prometheus.CounterVec   // job, status: results this scheduler published
 	takeovers *prometheus.CounterVec   // job: attempts started after another master died
 	duration  *prometheus.HistogramVec // job: attempt durations
+	refused   prometheus.Gauge         // stored jobs and triggers refused
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -32,9 +33,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Duration of the attempts this scheduler ran.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10), // 10ms to ~45min
 		}, []string{"job"}),
+		refused: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shepherd_scheduler_refused",
+			Help: "Stored jobs and triggers this scheduler refuses: malformed, clashing with a --jobs file job, or writable by an untrusted identity.",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.elections, m.runs, m.takeovers, m.duration} {
+		for _, c := range []prometheus.Collector{m.elections, m.runs, m.takeovers, m.duration, m.refused} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -29,7 +29,9 @@ const (
 // Options configures a Scheduler. The zero value works.
 type Options struct {
 	// Jobs are the jobs of a jobs file (ParseJobs); stored jobs
-	// (/scheduler/jobs) are added to them, and win on a name clash.
+	// (/scheduler/jobs) are added to them. A stored job named like a
+	// file job is refused (logged): the file, which only its machine's
+	// operator can change, wins.
 	Jobs []Job
 	// Host names this scheduler in results; default the hostname.
 	Host string
@@ -63,6 +65,7 @@ type Scheduler struct {
 	metrics *metrics
 
 	mu       sync.Mutex
+	refused  map[string]string // stored job or trigger path -> why it is refused
 	funcs    map[string]JobFunc
 	subs     map[int]chan Result
 	nextSub  int
@@ -108,7 +111,7 @@ func New(s *recipe.Session, opts Options) (*Scheduler, error) {
 	return &Scheduler{
 		metrics: m, sess: s, opts: opts, host: opts.Host, pid: os.Getpid(), logDir: opts.LogDir,
 		log: opts.Logger.With("scheduler", opts.Host), now: opts.Now,
-		funcs: map[string]JobFunc{}, subs: map[int]chan Result{}, inflight: map[string]bool{},
+		refused: map[string]string{}, funcs: map[string]JobFunc{}, subs: map[int]chan Result{}, inflight: map[string]bool{},
 	}, nil
 }
 
@@ -158,6 +161,9 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 	s := sc.sess
 	for _, p := range []string{JobsPath, PausedPath, TriggersPath, ElectionRoot} {
 		if err := s.Retry(ctx, func() error { return s.EnsurePath(ctx, p) }); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while starting
+			}
 			return fmt.Errorf("scheduler: create %s: %w", p, err)
 		}
 	}
@@ -204,6 +210,7 @@ type state struct {
 func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, error) {
 	s := sc.sess
 	st := state{jobs: map[string]*plan{}, paused: map[string]bool{}, triggers: map[string]string{}}
+	refused := map[string]string{}
 	for _, j := range sc.opts.Jobs {
 		p, _ := compile(j) // validated by New
 		st.jobs[j.Name] = p
@@ -255,12 +262,22 @@ func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, 
 		if err == nil && j.Name != n {
 			err = fmt.Errorf("%w: stored at %s but named %q", ErrInvalidJob, JobPath(n), j.Name)
 		}
-		if err != nil {
-			sc.log.Error("ignoring stored job", "path", JobPath(n), "err", err)
+		if _, ok := st.jobs[n]; ok && err == nil {
+			err = fmt.Errorf("%w: %s: the --jobs file defines a job %q too, and the file wins; remove one of them (shepherd ctl job rm %s, or rename it)",
+				ErrJobRefused, JobPath(n), n, n)
+		}
+		if err == nil {
+			err = s.CheckTrusted(ctx, Root, JobPath(n))
+			if err != nil && !errors.Is(err, recipe.ErrUntrusted) && !errors.Is(err, zk.ErrNoNode) {
+				return st, err // the check itself failed: keep the current jobs
+			}
+		}
+		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
-		if _, ok := st.jobs[n]; ok {
-			sc.log.Warn("stored job overrides the jobs file's", "job", n)
+		if err != nil {
+			refused[JobPath(n)] = err.Error()
+			continue
 		}
 		st.jobs[n], _ = compile(j)
 	}
@@ -280,10 +297,58 @@ func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, 
 			return err
 		})
 		if err == nil {
+			err = s.CheckTrusted(ctx, Root, TriggersPath+"/"+n)
+		}
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+		case errors.Is(err, recipe.ErrUntrusted):
+			refused[TriggersPath+"/"+n] = err.Error()
+		case err != nil:
+			return st, err
+		default:
 			st.triggers[n] = string(data)
 		}
 	}
+	if ctx.Err() != nil {
+		return st, ctx.Err()
+	}
+	sc.setRefused(refused)
 	return st, nil
+}
+
+// setRefused records what the last read of the stored state refused:
+// path -> reason. A refusal is logged at error level when new or when its
+// reason changed (the state is re-read at every watch event and resync),
+// and its end at info level.
+func (sc *Scheduler) setRefused(refused map[string]string) {
+	sc.mu.Lock()
+	old := sc.refused
+	sc.refused = refused
+	sc.mu.Unlock()
+	for p, why := range refused {
+		if old[p] != why {
+			sc.log.Error("refusing stored job or trigger", "path", p, "err", why)
+		}
+	}
+	for p := range old {
+		if _, ok := refused[p]; !ok {
+			sc.log.Info("no longer refused", "path", p)
+		}
+	}
+	sc.metrics.refused.Set(float64(len(refused)))
+}
+
+// Refused returns the stored jobs and triggers this scheduler does not
+// act on — malformed, clashing with a file job, or untrusted (an
+// unauthenticated session could have written them) — by path, with why.
+func (sc *Scheduler) Refused() map[string]string {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	out := make(map[string]string, len(sc.refused))
+	for k, v := range sc.refused {
+		out[k] = v
+	}
+	return out
 }
 
 // jobLoop fires one job's schedule.

@@ -16,9 +16,13 @@ import (
 // Paths of the znode layout (docs/scheduler.md).
 const (
 	ElectionRoot = "/master_election"
-	JobsPath     = "/scheduler/jobs"
-	PausedPath   = "/scheduler/paused"
-	TriggersPath = "/scheduler/triggers"
+	// Root is the scheduler's subtree: a stored job or trigger is acted
+	// on only if it and its ancestors up to Root are writable by the
+	// scheduler's identity alone (recipe.Session.CheckTrusted).
+	Root         = "/scheduler"
+	JobsPath     = Root + "/jobs"
+	PausedPath   = Root + "/paused"
+	TriggersPath = Root + "/triggers"
 )
 
 // JobPath is where a job's spec is stored.

@@ -98,6 +98,8 @@ for _ in $(seq 1 50); do
   if [ "$( (exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && printf ruok >&3 && cat <&3) 2>/dev/null)" = imok ]; then break; fi
   sleep 0.1
 done
+. scripts/auth.sh
+use_admin_auth "$DIR/coord"
 
 echo "== adding task $TASK: shop.* from :$SRC_PORT to :$DST_PORT, hot standby"
 cat >"$DIR/task.yaml" <<EOF

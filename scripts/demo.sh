@@ -20,6 +20,8 @@ for _ in $(seq 1 50); do
   if [ "$( (exec 3<>/dev/tcp/127.0.0.1/$PORT && printf ruok >&3 && cat <&3) 2>/dev/null)" = imok ]; then break; fi
   sleep 0.1
 done
+. scripts/auth.sh
+use_admin_auth "$DEMO/coord"
 
 echo "== a ZooKeeper client session (go-zookeeper/zk) against it"
 go run ./examples/coord-session --zk "127.0.0.1:$PORT"

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/collector"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/authflag"
 )
 
 // collectorCommand is `shepherd collector`: a log collector agent and,
@@ -27,10 +28,9 @@ sources the assigner writes to that node into --out (and/or --stdout), and write
 progress and load to status every --status-interval. Sources are managed with
 "shepherd ctl source add|rm|list". --config reads a YAML file whose keys are these
 flag names; flags given on the command line win. See docs/collector.md.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "YAML file with these flag names as keys"},
 			&cli.StringFlag{Name: "zk", Value: "127.0.0.1:2181", EnvVars: []string{"SHEPHERD_ZK"}, Usage: "servers and optional chroot: host:port[,host:port…][/chroot]"},
-			&cli.StringFlag{Name: "auth", EnvVars: []string{"SHEPHERD_AUTH"}, Usage: "digest credential user:password"},
 			&cli.DurationFlag{Name: "session-timeout", Value: recipe.DefaultSessionTimeout, Usage: "session timeout asked of the server"},
 			&cli.StringFlag{Name: "name", Value: host, Usage: "collector name, unique per collector: /logs/collector/<name>"},
 			&cli.StringFlag{Name: "out", Usage: "output directory: <out>/<source>/<name>-<seq>.log segments"},
@@ -44,7 +44,7 @@ flag names; flags given on the command line win. See docs/collector.md.`,
 			&cli.StringFlag{Name: "strategy", Value: string(collector.Local), Usage: "assigner strategy: global or local"},
 			&cli.DurationFlag{Name: "dead-after", Value: collector.DefaultDeadAfter, Usage: "a collector whose status is older is dead (assigner)"},
 			&cli.DurationFlag{Name: "assign-interval", Value: collector.DefaultAssignPoll, Usage: "how often the assigner polls status nodes"},
-		},
+		}, authflag.Flags()...),
 		Before: applyYAMLConfig,
 		Action: runCollector,
 	}
@@ -103,10 +103,13 @@ func runCollector(c *cli.Context) error {
 			c.Duration("dead-after"), min)
 	}
 	log := slog.Default()
+	opts, err := authflag.FromContext(c).Options(log, "collector", recipe.Options{SessionTimeout: c.Duration("session-timeout"), Logger: log})
+	if err != nil {
+		return err
+	}
 	cfg := collector.AgentConfig{
-		Connect:        c.String("zk"),
-		SessionTimeout: c.Duration("session-timeout"),
-		Auth:           c.String("auth"),
+		Connect: c.String("zk"),
+		Session: opts,
 		Collector: collector.Config{
 			Name:           c.String("name"),
 			OutDir:         c.String("out"),

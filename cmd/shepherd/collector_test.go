@@ -43,6 +43,10 @@ func TestCollectorFlagErrors(t *testing.T) {
 		// The command line's --dead-after wins over the file's.
 		{"yaml-flag-wins", []string{"--config", yamlFile("out: /tmp/x\nstrategy: global\ndead-after: 1h\n"), "--dead-after", "1s"}, "--dead-after 1s must exceed"},
 		{"yaml-strategy", []string{"--config", yamlFile("out: /tmp/x\nstrategy: nope\n")}, `strategy "nope"`},
+		// The security flags are checked before connecting (internal/authflag).
+		{"auth-both", []string{"--out", dir, "--auth", "a:b", "--auth-file", yamlFile("a:b\n")}, "--auth and --auth-file both given"},
+		{"auth-file-shared", []string{"--out", dir, "--auth-file", yamlFile("a:b\n")}, "chmod 600"},
+		{"read-acl-open", []string{"--out", dir, "--read-acl", "world:anyone"}, "--read-acl without a credential"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := runCollectorArgs(t, tc.args...)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/authflag"
 )
 
 // coreCommand is `shepherd core`, the replication worker.
@@ -30,11 +31,10 @@ the first core to find it). Tasks are added with "shepherd ctl task add -f task.
 SIGINT or SIGTERM stops applying, writes lastCommit and hands the tasks over.
 --config reads a YAML file whose keys are these flag names; flags win over it.
 See docs/replication.md.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "YAML file with these flag names as keys"},
 			&cli.StringFlag{Name: "zk", Value: "127.0.0.1:2181", EnvVars: []string{"SHEPHERD_ZK"},
 				Usage: "coordination servers and optional chroot: host:port[,host:port…][/chroot]"},
-			&cli.StringFlag{Name: "auth", EnvVars: []string{"SHEPHERD_AUTH"}, Usage: "digest credential user:password added to the session"},
 			&cli.DurationFlag{Name: "session-timeout", Value: recipe.DefaultSessionTimeout,
 				Usage: "session timeout: how long a crashed core keeps its tasks before a standby takes over"},
 			&cli.StringFlag{Name: "host", Usage: "name of this core's instance nodes, <host>-<seq> (default: the host name)"},
@@ -49,7 +49,7 @@ See docs/replication.md.`,
 			&cli.DurationFlag{Name: "retry-base", Value: core.DefaultRetryBase, Usage: "first backoff after a retryable failure"},
 			&cli.DurationFlag{Name: "retry-max", Value: core.DefaultRetryMax, Usage: "longest backoff after retryable failures"},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "HTTP address serving Prometheus /metrics (off if empty)"},
-		},
+		}, authflag.Flags()...),
 		Action: runCore,
 	}
 }
@@ -69,8 +69,17 @@ func coreSettings(c *cli.Context) (core.FileConfig, error) {
 	if use("zk", fc.ZK == "") {
 		fc.ZK = c.String("zk")
 	}
-	if use("auth", fc.Auth == "") {
-		fc.Auth = c.String("auth")
+	if use(authflag.FlagAuth, fc.Auth == "") {
+		fc.Auth = c.String(authflag.FlagAuth)
+	}
+	if use(authflag.FlagAuthFile, fc.AuthFile == "") {
+		fc.AuthFile = c.String(authflag.FlagAuthFile)
+	}
+	if use(authflag.FlagReadACL, len(fc.ReadACL) == 0) {
+		fc.ReadACL = c.StringSlice(authflag.FlagReadACL)
+	}
+	if use(authflag.FlagInsecure, !fc.InsecureOpenACL) {
+		fc.InsecureOpenACL = c.Bool(authflag.FlagInsecure)
 	}
 	if use("session-timeout", fc.SessionTimeout == 0) {
 		fc.SessionTimeout = c.Duration("session-timeout")
@@ -126,7 +135,12 @@ func runCore(c *cli.Context) error {
 	defer stop()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	s, err := recipe.Dial(dctx, fc.ZK, recipe.Options{SessionTimeout: fc.SessionTimeout, Auth: fc.Auth, Logger: slog.Default()})
+	opts, err := authflag.Settings{Auth: fc.Auth, AuthFile: fc.AuthFile, ReadACL: fc.ReadACL, Insecure: fc.InsecureOpenACL}.
+		Options(slog.Default(), "core", recipe.Options{SessionTimeout: fc.SessionTimeout, Logger: slog.Default()})
+	if err != nil {
+		return err
+	}
+	s, err := recipe.Dial(dctx, fc.ZK, opts)
 	if err != nil {
 		return fmt.Errorf("core: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/authflag"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -29,7 +30,7 @@ func schedulerCommand() *cli.Command {
 them creates /master_election/<job>/<run-key>/binding and runs it, the others stand by
 and take over if it dies. Jobs come from --jobs (YAML) and from /scheduler/jobs
 (shepherd ctl job add). See docs/scheduler.md.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "zk", Value: "127.0.0.1:2181", EnvVars: []string{"SHEPHERD_ZK"},
 				Usage: "servers and optional chroot: host:port[,host:port…][/chroot]"},
 			&cli.StringFlag{Name: "jobs", Usage: "YAML file with a jobs list (docs/scheduler.md)"},
@@ -37,9 +38,8 @@ and take over if it dies. Jobs come from --jobs (YAML) and from /scheduler/jobs
 			&cli.StringFlag{Name: "log-dir", Value: "shepherd-scheduler-logs", Usage: "directory of the per-run log files"},
 			&cli.DurationFlag{Name: "session-timeout", Value: recipe.DefaultSessionTimeout,
 				Usage: "how soon a dead master's runs are taken over"},
-			&cli.StringFlag{Name: "auth", EnvVars: []string{"SHEPHERD_AUTH"}, Usage: "digest credential user:password"},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "HTTP address serving Prometheus /metrics (off if empty)"},
-		},
+		}, authflag.Flags()...),
 		Action: runScheduler,
 	}
 }
@@ -59,11 +59,12 @@ func runScheduler(c *cli.Context) error {
 	defer stop()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	s, err := recipe.Dial(dctx, c.String("zk"), recipe.Options{
-		SessionTimeout: c.Duration("session-timeout"),
-		Auth:           c.String("auth"),
-		Logger:         slog.Default(),
-	})
+	opts, err := authflag.FromContext(c).Options(slog.Default(), "scheduler",
+		recipe.Options{SessionTimeout: c.Duration("session-timeout"), Logger: slog.Default()})
+	if err != nil {
+		return err
+	}
+	s, err := recipe.Dial(dctx, c.String("zk"), opts)
 	if err != nil {
 		return err
 	}

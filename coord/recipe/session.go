@@ -60,17 +60,29 @@ func (st State) Connected() bool { return st == StateConnected || st == StateRec
 
 // Options configures a Session. The zero value works: a 10s session
 // timeout, no authentication, open ACLs, DefaultRetryPolicy, slog.Default().
+// With Auth, the nodes the Session creates are the credential's alone
+// (plus READ for ReadACL): see docs/security.md.
 type Options struct {
 	// SessionTimeout is the session timeout asked of the server, which
 	// bounds it to its own [min, max] (ZooKeeper: 2 to 20 ticks). A lock
 	// holder that dies loses its locks after this long.
 	SessionTimeout time.Duration
-	// Auth is a digest credential, "user:password", added to every
+	// Auth is a digest credential, "user:password" or
+	// "digest:user:password" (ParseCredential), added to every
 	// connection; empty for none.
 	Auth string
-	// ACL is the ACL of nodes the recipes create, and of Create calls
-	// given a nil ACL. Nil means world:anyone with all permissions.
+	// ACL is the ACL of nodes the recipes create (parents included), and
+	// of Create calls given a nil ACL. Nil means the policy: with Auth,
+	// the credential's cdrwa plus READ for each ReadACL entry; without,
+	// world:anyone with all permissions.
 	ACL []zk.ACL
+	// ReadACL lists read-only identities (viewers) added to the policy
+	// ACL; their permissions are forced to READ. Secrets (SecretACL)
+	// never get them.
+	ReadACL []zk.ACL
+	// InsecureOpenACL turns CheckTrusted's refusals into logged warnings:
+	// the operator's explicit opt-out for a cluster that cannot be secured.
+	InsecureOpenACL bool
 	// Retry is the backoff of Retry and of the recipes' own retries.
 	Retry RetryPolicy
 	// Logger receives state changes and client library messages.
@@ -98,6 +110,10 @@ type Session struct {
 	root    chroot
 	opts    Options
 	log     *slog.Logger
+
+	cred      *Credential // nil: no credential
+	credID    string      // cred's digest ACL id
+	secretACL []zk.ACL
 
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -165,11 +181,17 @@ func Dial(ctx context.Context, connect string, opts Options) (*Session, error) {
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
 	}
-	if opts.ACL == nil {
-		opts.ACL = zk.WorldACL(zk.PermAll)
+	var cred *Credential
+	if opts.Auth != "" {
+		c, err := ParseCredential(opts.Auth)
+		if err != nil {
+			return nil, fmt.Errorf("recipe: auth: %w", err)
+		}
+		cred, opts.Auth = &c, c.Auth()
 	}
-	if opts.Auth != "" && !strings.Contains(opts.Auth, ":") {
-		return nil, fmt.Errorf("recipe: auth must be user:password, got %d bytes without a colon", len(opts.Auth))
+	nodeACL, secretACL := policyACLs(cred, opts.ReadACL)
+	if opts.ACL == nil {
+		opts.ACL = nodeACL
 	}
 	opts.Retry = opts.Retry.orDefault()
 	log := opts.Logger
@@ -186,6 +208,11 @@ func Dial(ctx context.Context, connect string, opts Options) (*Session, error) {
 		changed:   make(chan struct{}),
 		listeners: map[uint64]listener{},
 		kick:      make(chan struct{}, 1),
+		cred:      cred,
+		secretACL: secretACL,
+	}
+	if cred != nil {
+		s.credID = cred.ID()
 	}
 	close(s.genDone) // no generation yet
 	go s.dispatch()

@@ -202,7 +202,9 @@ func TestWatchValueErrors(t *testing.T) {
 		owner := dial(t, tg.addr, Options{Auth: "alice:secret"})
 		ctx := ctxFor(t, 10*time.Second)
 		p := testPath(t)
-		if err := owner.EnsurePath(ctx, p); err != nil {
+		// The anonymous session makes the parents: with its credential,
+		// owner would make them alice's alone, closing them to other tests.
+		if err := s.EnsurePath(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := owner.Create(ctx, p+"/secret", nil, zk.FlagPersistent, acl); err != nil {

@@ -26,6 +26,8 @@ if [ -z "${SHEPHERD_ZK:-}" ]; then
     sleep 0.1
   done
   export SHEPHERD_ZK="127.0.0.1:$port/demo-logs"
+  . "$root/scripts/auth.sh"
+  use_admin_auth "$work/coord"
 fi
 cp "$here/app.log" "$here/web.log" "$work/src/"
 

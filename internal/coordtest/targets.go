@@ -7,13 +7,17 @@
 package coordtest
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherd-dev/shepherd/coord"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
@@ -145,7 +149,38 @@ var (
 
 // Chroot returns a connect string for tg with a chroot under prefix that
 // no other test uses, so that every test sees an empty tree of its own.
+// The prefix node is world-writable, as a fresh ensemble's root is: the
+// first test to dial a chroot under it with a credential would otherwise
+// create it with that credential's ACL and close it to every other test.
 func (tg *Target) Chroot(t testing.TB, prefix string) string {
+	t.Helper()
+	tg.ensurePrefix(t, prefix)
 	name := unsafeChars.ReplaceAllString(t.Name(), "_")
 	return fmt.Sprintf("%s/%s/%s-%d", tg.Addr, prefix, name, chrootSeq.Add(1))
 }
+
+// prefixes holds the prefix nodes made so far, as Addr/prefix.
+var prefixes sync.Map
+
+// ensurePrefix creates /prefix on tg, world-writable, once per binary.
+func (tg *Target) ensurePrefix(t testing.TB, prefix string) {
+	t.Helper()
+	key := tg.Addr + "/" + prefix
+	if _, ok := prefixes.Load(key); ok {
+		return
+	}
+	conn, _, err := zk.Connect([]string{tg.Addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(discardLogger{}))
+	if err != nil {
+		t.Fatalf("connect to %s: %v", tg.Addr, err)
+	}
+	defer conn.Close()
+	_, err = conn.Create("/"+prefix, nil, 0, zk.WorldACL(zk.PermAll)) // queued until connected
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		t.Fatalf("create /%s on %s: %v", prefix, tg.Name, err)
+	}
+	prefixes.Store(key, struct{}{})
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}

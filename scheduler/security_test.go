@@ -1,0 +1,131 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
+)
+
+// dialAnon opens a session without a credential: the attacker.
+func dialAnon(t *testing.T, connect string) *recipe.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: testSessionTimeout, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestAttackPreCreatedJobs: before the scheduler's first start, an
+// anonymous session makes /scheduler world-writable and stores jobs in
+// it — one with the open ACL, one with an ACL naming the scheduler's own
+// identity alone (which ZooKeeper lets anyone set) — plus a trigger; a
+// trusted session stores a job named like a --jobs file job. The
+// scheduler refuses all four, says why, and runs none of them, while the
+// file job runs.
+func TestAttackPreCreatedJobs(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		dir := t.TempDir()
+		evil, good := filepath.Join(dir, "evil"), filepath.Join(dir, "good")
+		anon := dialAnon(t, connect)
+		if err := StoreJob(ctx, anon, appendJob("open", "* * * * * *", evil, "")); err != nil {
+			t.Fatal(err)
+		}
+		owner, _ := recipe.ParseCredential(coordtest.Auth)
+		forged := appendJob("forged", "* * * * * *", evil, "")
+		if _, err := anon.Create(ctx, JobPath("forged"), forged.Encode(), 0, zk.DigestACL(zk.PermAll, owner.User, owner.Password)); err != nil {
+			t.Fatal(err)
+		}
+		trigger, err := Trigger(ctx, anon, "tick", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		trusted := dial(t, connect)
+		// A trusted stored job may not replace a file job either.
+		if err := StoreJob(ctx, trusted, appendJob("tick", "* * * * * *", evil, "")); err != nil {
+			t.Fatal(err)
+		}
+
+		sc, _ := startScheduler(t, connect, Options{Jobs: []Job{appendJob("tick", "* * * * * *", good, "")}}, nil)
+		want := map[string]string{
+			JobPath("open"):                   "world:anyone",
+			JobPath("forged"):                 "its ancestor /scheduler",
+			JobPath("tick"):                   "the --jobs file defines a job",
+			TriggersPath + "/tick@" + trigger: "world:anyone",
+		}
+		checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+			got := sc.Refused()
+			for p, why := range want {
+				if !strings.Contains(got[p], why) {
+					return fmt.Errorf("refusal of %s = %q, want it to say %q (all: %v)", p, got[p], why, got)
+				}
+			}
+			return nil
+		})
+		// The file job runs; the refused ones, scheduled as often, never.
+		checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+			if n := len(lines(t, good)); n < 3 {
+				return fmt.Errorf("the file job ran %d times, want 3", n)
+			}
+			return nil
+		})
+		if got := lines(t, evil); len(got) > 0 {
+			t.Errorf("a refused job ran: %q", got)
+		}
+		for _, job := range []string{"open", "forged"} {
+			if runs := finished(t, trusted, job); len(runs) > 0 {
+				t.Errorf("refused job %s has runs: %+v", job, runs)
+			}
+		}
+	})
+}
+
+// TestAttackSecuredTree: once the scheduler has made its tree, an
+// anonymous session can neither store nor trigger a job, nor read a
+// run's output.
+func TestAttackSecuredTree(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out := filepath.Join(t.TempDir(), "out")
+		anon := dialAnon(t, connect) // first: the chroot is open, as a fresh ensemble's root is
+		startScheduler(t, connect, Options{Jobs: []Job{appendJob("tick", "* * * * * *", out, "echo secret-output")}}, nil)
+		trusted := dial(t, connect)
+		var key string
+		checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+			runs := finished(t, trusted, "tick")
+			if len(runs) == 0 {
+				return errors.New("no run finished")
+			}
+			key = runs[0].RunKey
+			return nil
+		})
+		if err := StoreJob(ctx, anon, appendJob("evil", "* * * * * *", out+".evil", "")); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("anonymous job store: %v, want ErrNoAuth", err)
+		}
+		if _, err := Trigger(ctx, anon, "tick", time.Now()); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("anonymous trigger: %v, want ErrNoAuth", err)
+		}
+		if _, _, err := anon.Get(ctx, ResultPath("tick", key)); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("anonymous read of a run's result: %v, want ErrNoAuth", err)
+		}
+		if _, err := os.Stat(out + ".evil"); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the anonymous job ran: %v", err)
+		}
+	})
+}
