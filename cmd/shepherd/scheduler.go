@@ -71,6 +71,7 @@ func runScheduler(c *cli.Context) error {
 	reg := prometheus.NewRegistry()
 	sc, err := scheduler.New(s, scheduler.Options{
 		Jobs:       jobs,
+		JobsFile:   c.String("jobs"),
 		Host:       c.String("host"),
 		LogDir:     c.String("log-dir"),
 		Logger:     slog.Default(),
