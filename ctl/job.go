@@ -54,21 +54,6 @@ func (r *runner) jobCommand() *cli.Command {
 			Action: r.jobLogs,
 		},
 	}
-	for _, c := range subs {
-		c.HideHelp = true
-		c.Flags = append(c.Flags, helpFlag())
-		c.UsageText = strings.TrimSpace("shepherd ctl job " + c.Name + " " + c.ArgsUsage)
-		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-			return usagef("job %s: %v (usage: %s)", c.Command.Name, err, c.Command.UsageText)
-		}
-		action := c.Action
-		c.Action = func(c *cli.Context) error {
-			if c.Bool("help") {
-				return cli.ShowSubcommandHelp(c)
-			}
-			return action(c)
-		}
-	}
 	return &cli.Command{
 		Name:        "job",
 		Usage:       "manage scheduler jobs: add, list, show, run-now, pause, resume, rm, logs",

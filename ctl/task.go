@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -57,21 +56,6 @@ func (r *runner) taskCommand() *cli.Command {
 		ArgsUsage: "task",
 		Action:    r.taskResetEpoch,
 	}}
-	for _, c := range subs {
-		c.HideHelp = true
-		c.UsageText = strings.TrimSpace("shepherd ctl task " + c.Name + " " + c.ArgsUsage)
-		c.Flags = append(c.Flags, helpFlag())
-		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-			return usagef("task %s: %v (usage: %s)", c.Command.Name, err, c.Command.UsageText)
-		}
-		action := c.Action
-		c.Action = func(c *cli.Context) error {
-			if c.Bool("help") {
-				return cli.ShowCommandHelp(c, c.Command.Name)
-			}
-			return action(c)
-		}
-	}
 	return &cli.Command{
 		Name:      "task",
 		Usage:     "manage replication tasks: add, list, show, start, stop, rm, reset-epoch",
