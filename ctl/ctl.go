@@ -18,6 +18,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
 
 // Exit statuses of Run. lock and elect also pass their command's status
@@ -555,6 +556,25 @@ func oneDefault(f cli.Flag) {
 // helpFlag is a --help flag of this run's own (see app).
 func helpFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
+}
+
+// readInput reads the file name given to verb ("-": standard input): at
+// most max bytes (internal/boundedfile), until a signal interrupts ctl.
+func (r *runner) readInput(verb, name string, max int64) ([]byte, error) {
+	var data []byte
+	var err error
+	if name == "-" {
+		if r.env.Stdin == nil {
+			return nil, fmt.Errorf("%s: -: no standard input", verb)
+		}
+		data, err = boundedfile.ReadFrom(r.ctx, r.env.Stdin, "standard input", max)
+	} else {
+		data, err = boundedfile.Read(r.ctx, name, max)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", verb, err)
+	}
+	return data, nil
 }
 
 // usageLine is "verb args-usage", the synopsis shown in usage errors.

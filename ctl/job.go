@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -86,9 +86,9 @@ func (r *runner) jobAdd(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return usagef("job add: --file takes no name or command")
 		}
-		data, err := os.ReadFile(path)
+		data, err := r.readInput("job add", path, boundedfile.MaxConfig)
 		if err != nil {
-			return fmt.Errorf("job add: %w", err)
+			return err
 		}
 		if jobs, err = scheduler.ParseJobs(data); err != nil {
 			return fmt.Errorf("job add: %s: %w", path, jobError(err))
@@ -462,8 +462,14 @@ func (r *runner) jobLogs(c *cli.Context) error {
 		}
 	}
 	if res.LogFile != "" {
-		if data, err := os.ReadFile(res.LogFile); err == nil {
+		data, err := boundedfile.Read(r.ctx, res.LogFile, boundedfile.MaxLog)
+		switch {
+		case err == nil:
 			_, err = r.env.Stdout.Write(data)
+			return err
+		case errors.Is(err, boundedfile.ErrTooLarge):
+			return fmt.Errorf("job logs: %w (read it on %s with tail or less)", err, res.Host)
+		case r.ctx.Err() != nil:
 			return err
 		}
 	}

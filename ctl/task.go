@@ -1,15 +1,13 @@
 package ctl
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
 
 // taskCommand is `ctl task …`: the replication tasks of `shepherd core`,
@@ -126,7 +124,7 @@ func (r *runner) taskAdd(c *cli.Context) error {
 	if file == "" {
 		return usagef("task add: -f task.yaml is required (- for standard input)")
 	}
-	data, err := r.readSpecFile(file)
+	data, err := r.readInput("task add", file, boundedfile.MaxConfig)
 	if err != nil {
 		return err
 	}
@@ -151,34 +149,6 @@ func (r *runner) taskAdd(c *cli.Context) error {
 	}
 	fmt.Fprintf(r.env.Stdout, "task %s added at %s (%s standby, %s)\n", sp.Name, a.Layout().Task(sp.Name), standbyText(sp), sp.State)
 	return nil
-}
-
-// maxSpecFile bounds a spec file: a spec is a few hundred bytes.
-const maxSpecFile = 1 << 20
-
-func (r *runner) readSpecFile(file string) ([]byte, error) {
-	var in io.Reader
-	if file == "-" {
-		if r.env.Stdin == nil {
-			return nil, errors.New("task add: -f -: no standard input")
-		}
-		in = r.env.Stdin
-	} else {
-		f, err := os.Open(file)
-		if err != nil {
-			return nil, fmt.Errorf("task add: %w", err)
-		}
-		defer f.Close()
-		in = f
-	}
-	data, err := io.ReadAll(io.LimitReader(in, maxSpecFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("task add: read %s: %w", file, err)
-	}
-	if len(data) > maxSpecFile {
-		return nil, fmt.Errorf("task add: %s is larger than %d bytes: not a task spec", file, maxSpecFile)
-	}
-	return data, nil
 }
 
 func (r *runner) taskList(c *cli.Context) error {
