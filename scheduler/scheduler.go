@@ -32,8 +32,8 @@ type Options struct {
 	// (/scheduler/jobs) are added to them, and win on a name clash. Run
 	// publishes them, read-only, for ctl (SchedulersPath).
 	Jobs []Job
-	// JobsFile names the file Jobs came from; it is only shown (ctl job
-	// list and show).
+	// JobsFile names the file Jobs came from; it is only published, in
+	// SchedulerInfo.JobsFile.
 	JobsFile string
 	// Host names this scheduler in results; default the hostname.
 	Host string
