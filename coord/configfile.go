@@ -1,13 +1,16 @@
 package coord
 
 import (
+	"bytes"
+	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
 
 // fileConfig mirrors the `shepherd coord` flags for YAML config files: the
@@ -37,19 +40,19 @@ func setIf[T any](dst *T, src *T) {
 
 // LoadConfigFile applies a config file to cfg: a YAML file (.yaml, .yml)
 // whose keys are the flag names, or else an Apache ZooKeeper zoo.cfg.
-// Warnings name zoo.cfg keys that have no meaning here.
-func LoadConfigFile(path string, cfg *Config) (warnings []string, err error) {
-	f, err := os.Open(path)
+// Warnings name zoo.cfg keys that have no meaning here. The file may have
+// boundedfile.MaxConfig bytes; ctx ends the read (a FIFO, a hung mount).
+func LoadConfigFile(ctx context.Context, path string, cfg *Config) (warnings []string, err error) {
+	data, err := boundedfile.Read(ctx, path, boundedfile.MaxConfig)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	defer f.Close()
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext != ".yaml" && ext != ".yml" {
-		return ParseZooCfg(f, cfg)
+		return ParseZooCfg(bytes.NewReader(data), cfg)
 	}
 	var y fileConfig
-	dec := yaml.NewDecoder(f)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true) // a misspelt key is an error, not a silent default
 	if err := dec.Decode(&y); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, path, err)

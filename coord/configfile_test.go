@@ -21,7 +21,7 @@ func writeFile(t *testing.T, name, body string) string {
 func TestLoadConfigFileYAML(t *testing.T) {
 	p := writeFile(t, "coord.yaml", "listen: 127.0.0.1:3000\ndata-dir: /srv/coord\ntick-time: 500ms\n4lw: [ruok]\nsnap-count: 50\n")
 	cfg := DefaultConfig()
-	if _, err := LoadConfigFile(p, &cfg); err != nil {
+	if _, err := LoadConfigFile(t.Context(), p, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Listen != "127.0.0.1:3000" || cfg.DataDir != "/srv/coord" || cfg.TickTime != 500*time.Millisecond ||
@@ -39,14 +39,14 @@ func TestLoadConfigFileErrors(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			cfg := DefaultConfig()
-			_, err := LoadConfigFile(writeFile(t, c.name, c.body), &cfg)
+			_, err := LoadConfigFile(t.Context(), writeFile(t, c.name, c.body), &cfg)
 			if err == nil || !strings.Contains(err.Error(), c.mention) {
 				t.Fatalf("error %v, want one mentioning %q", err, c.mention)
 			}
 		})
 	}
 	cfg := DefaultConfig()
-	if _, err := LoadConfigFile(filepath.Join(t.TempDir(), "missing.cfg"), &cfg); !errors.Is(err, ErrConfig) {
+	if _, err := LoadConfigFile(t.Context(), filepath.Join(t.TempDir(), "missing.cfg"), &cfg); !errors.Is(err, ErrConfig) {
 		t.Fatalf("missing file: %v", err)
 	}
 }

@@ -2,11 +2,13 @@ package core
 
 import (
 	"bytes"
+	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
 
 // FileConfig is the YAML file of `shepherd core --config`: its keys are
@@ -31,12 +33,13 @@ type FileConfig struct {
 }
 
 // LoadConfigFile reads a FileConfig. Unknown keys are errors naming the
-// key, so that a misspelt setting is not silently ignored.
-func LoadConfigFile(path string) (FileConfig, error) {
+// key, so that a misspelt setting is not silently ignored. The file may
+// have boundedfile.MaxConfig bytes; ctx ends the read.
+func LoadConfigFile(ctx context.Context, path string) (FileConfig, error) {
 	var fc FileConfig
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read(ctx, path, boundedfile.MaxConfig)
 	if err != nil {
-		return fc, fmt.Errorf("%w: %v", ErrBadConfig, err)
+		return fc, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

@@ -19,7 +19,7 @@ type MySQL struct{}
 // and a source not set up for row-based replication are non-retryable;
 // an unreachable server is not.
 func (MySQL) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replicator, error) {
-	cfg, err := replicationConfig(sp, log)
+	cfg, err := replicationConfig(ctx, sp, log)
 	if err != nil {
 		return nil, classify(err, ErrNonRetryable)
 	}
@@ -31,7 +31,7 @@ func (MySQL) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replicator, 
 }
 
 // replicationConfig translates a spec into replication's terms.
-func replicationConfig(sp *Spec, log *slog.Logger) (replication.Config, error) {
+func replicationConfig(ctx context.Context, sp *Spec, log *slog.Logger) (replication.Config, error) {
 	cfg := replication.Config{
 		Task:             sp.Name,
 		ServerID:         sp.ServerID,
@@ -47,7 +47,7 @@ func replicationConfig(sp *Spec, log *slog.Logger) (replication.Config, error) {
 		in   Endpoint
 		out  *replication.Endpoint
 	}{{"source", sp.Source, &cfg.Source}, {"target", sp.Target, &cfg.Target}} {
-		pw, err := ep.in.ResolvePassword()
+		pw, err := ep.in.ResolvePassword(ctx)
 		if err != nil {
 			return cfg, fmt.Errorf("task %q: %s.%w", sp.Name, ep.name, err)
 		}

@@ -25,7 +25,7 @@ func TestReplicationConfig(t *testing.T) {
 	sp.Routes = []Route{{From: "shop", To: "shop2"}, {From: "shop.items", To: "shop2.hot_items"}}
 	sp.Apply = Apply{BatchRows: 10, MaxTxnRows: 20}
 	sp.ServerID, sp.CheckpointSchema = 77, "ckpt"
-	cfg, err := replicationConfig(sp, slog.Default())
+	cfg, err := replicationConfig(t.Context(), sp, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestLoadConfigFile(t *testing.T) {
 		return p
 	}
 	good := write("core.yaml", "zk: zk1:2181/prod\nhost: db-a\ntask: [t1, t2]\nscan-interval: 3s\nmax-failures: 5\n")
-	fc, err := LoadConfigFile(good)
+	fc, err := LoadConfigFile(t.Context(), good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +84,10 @@ func TestLoadConfigFile(t *testing.T) {
 		t.Errorf("parsed %+v", fc)
 	}
 	bad := write("bad.yaml", "zk: x\nscan_interval: 3s\n")
-	if _, err := LoadConfigFile(bad); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "scan_interval") {
+	if _, err := LoadConfigFile(t.Context(), bad); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "scan_interval") {
 		t.Errorf("unknown key: %v", err)
 	}
-	if _, err := LoadConfigFile(filepath.Join(dir, "none.yaml")); !errors.Is(err, ErrBadConfig) {
+	if _, err := LoadConfigFile(t.Context(), filepath.Join(dir, "none.yaml")); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("missing file: %v", err)
 	}
 }

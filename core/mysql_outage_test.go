@@ -140,13 +140,18 @@ func TestMySQLServerOutages(t *testing.T) {
 	})
 }
 
-// TestMySQLBadSources: wrong credentials and a source logging statements
+// TestMySQLBadSources: wrong credentials, an account that may not read
+// the binlog position (start: current) and a source logging statements
 // instead of rows make their tasks FAILED with errors saying what to fix;
 // an unreachable source is retried; the core process keeps running the
 // others.
 func TestMySQLBadSources(t *testing.T) {
 	source, dest := sharedMariaDB(t)
 	statement := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{BinlogFormat: "STATEMENT"})
+	// Logs in and reads variables, but lacks BINLOG MONITOR.
+	source.Exec(t, "CREATE USER IF NOT EXISTS 'core_nomon'@'127.0.0.1' IDENTIFIED BY 'pw'",
+		"GRANT SELECT ON *.* TO 'core_nomon'@'127.0.0.1'")
+	t.Cleanup(func() { source.DB(t).Exec("DROP USER IF EXISTS 'core_nomon'@'127.0.0.1'") })
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		target := dest
 		ctx := ctxFor(t, 2*time.Minute)
@@ -159,15 +164,15 @@ func TestMySQLBadSources(t *testing.T) {
 		// its own.
 		wrongPassword := mysqlSpec("wrong_password_"+db, db, source, target)
 		wrongPassword.Source.Password = "not-the-password"
+		noMonitor := mysqlSpec("no_binlog_monitor_"+db, db, source, target)
+		noMonitor.Source.User, noMonitor.Source.Password = "core_nomon", "pw"
 		stmt := mysqlSpec("statement_binlog_"+db, db, statement, target)
 		unreachable := mysqlSpec("unreachable_"+db, db, source, target)
 		unreachable.Source.Port = freeTCPPort(t)
 		good := mysqlSpec("good_"+db, db, source, target)
 		var names []string
-		for _, sp := range []*Spec{wrongPassword, stmt, unreachable, good} {
+		for _, sp := range []*Spec{wrongPassword, noMonitor, stmt, unreachable, good} {
 			names = append(names, sp.Name)
-		}
-		for _, sp := range []*Spec{wrongPassword, stmt, unreachable, good} {
 			mustAdd(t, a, sp)
 		}
 		args := []string{}
@@ -181,6 +186,7 @@ func TestMySQLBadSources(t *testing.T) {
 			want        []string
 		}{
 			{wrongPassword.Name, StateFailed, []string{"Access denied"}},
+			{noMonitor.Name, StateFailed, []string{"BINLOG MONITOR", "GRANT REPLICATION CLIENT ON *.* TO core_nomon"}},
 			{stmt.Name, StateFailed, []string{"binlog_format", "ROW"}},
 			{unreachable.Name, StateRunning, []string{"connect", "refused"}},
 			{good.Name, StateRunning, nil},

@@ -2,16 +2,18 @@ package core
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
 
 // SpecVersion is the schema version of the task specs this package writes.
@@ -309,12 +311,12 @@ func (sp *Spec) HasInlinePassword() bool {
 }
 
 // ResolvePassword returns the endpoint's password, reading PasswordFile
-// if one is given.
-func (e *Endpoint) ResolvePassword() (string, error) {
+// (at most boundedfile.MaxSecret bytes, until ctx ends) if one is given.
+func (e *Endpoint) ResolvePassword(ctx context.Context) (string, error) {
 	if e.PasswordFile == "" {
 		return e.Password, nil
 	}
-	data, err := os.ReadFile(e.PasswordFile)
+	data, err := boundedfile.Read(ctx, e.PasswordFile, boundedfile.MaxSecret)
 	if err != nil {
 		return "", fmt.Errorf("passwordFile: %w", err)
 	}

@@ -155,7 +155,7 @@ func TestResolvePassword(t *testing.T) {
 		{Endpoint{PasswordFile: f}, "hunter2", false},
 		{Endpoint{PasswordFile: f + ".missing"}, "", true},
 	} {
-		got, err := tc.e.ResolvePassword()
+		got, err := tc.e.ResolvePassword(t.Context())
 		if got != tc.want || (err != nil) != tc.err {
 			t.Errorf("ResolvePassword(%+v) = %q, %v; want %q, error %v", tc.e, got, err, tc.want, tc.err)
 		}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +20,7 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/authflag"
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
 
 // Exit statuses of Run. lock and elect also pass their command's status
@@ -422,42 +425,180 @@ func (r *runner) commands() []*cli.Command {
 	cmds = append(cmds, r.sourceCommand(), r.collectorCommand())
 	cmds = append(cmds, r.jobCommand(), r.secureCommand(), r.digestCommand())
 	cmds = append(cmds, r.fourLetterCommands()...)
-	for _, c := range cmds {
-		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-			return usagef("%s: %v (usage: %s)", c.Command.Name, err, usageLine(c))
-		}
-		c.HideHelp = true
-		c.UsageText = strings.TrimSpace("shepherd ctl " + c.Name + " " + c.ArgsUsage)
-		c.Flags = append(c.Flags, helpFlag())
-		action := c.Action
-		c.Action = func(c *cli.Context) error {
-			if c.Bool("help") {
-				return cli.ShowCommandHelp(c, c.Command.Name)
-			}
-			return action(c)
-		}
-	}
-	return append(cmds, &cli.Command{
+	cmds = append(cmds, &cli.Command{
 		Name:      "help",
 		Aliases:   []string{"h"},
 		Usage:     "show the commands, or one command's flags",
-		ArgsUsage: "[command]",
-		HideHelp:  true,
+		ArgsUsage: "[command [subcommand]]",
 		Action: func(c *cli.Context) error {
-			if name := c.Args().First(); name != "" {
-				if c.App.Command(name) == nil {
-					return usagef("help: unknown command %q", name)
-				}
-				return cli.ShowCommandHelp(c, name)
+			if !c.Args().Present() {
+				return cli.ShowAppHelp(c)
 			}
-			return cli.ShowAppHelp(c)
+			cmd, err := findCommand(c.App.Commands, c.Args().Slice())
+			if err != nil {
+				return err
+			}
+			return showHelp(c.App.Writer, cmd)
 		},
 	})
+	for _, c := range cmds {
+		wireHelp(c, "")
+	}
+	return cmds
+}
+
+// wireHelp gives cmd and every command below it, whose words after
+// "shepherd ctl" start with parent, the same help: a --help flag of their
+// own (see app; urfave/cli prints the command's help when it is set,
+// before any action), each flag with one default (oneDefault), a
+// synopsis, and usage errors with exit status 2. What a command sets
+// itself is kept.
+func wireHelp(cmd *cli.Command, parent string) {
+	path := strings.TrimSpace(parent + " " + cmd.Name)
+	if parent != "" {
+		// urfave/cli names top-level commands itself (App.Setup) but a
+		// subcommand only once its parent runs: help job add must not wait.
+		cmd.HelpName = "shepherd ctl " + path
+	}
+	if cmd.UsageText == "" {
+		cmd.UsageText = strings.TrimSpace("shepherd ctl " + path + " " + cmd.ArgsUsage)
+	}
+	if cmd.OnUsageError == nil {
+		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			return usagef("%s: %v (usage: %s)", path, err, strings.TrimPrefix(c.Command.UsageText, "shepherd ctl "))
+		}
+	}
+	for _, f := range cmd.Flags {
+		oneDefault(f)
+	}
+	if !hasFlag(cmd.Flags, "help") {
+		cmd.HideHelp = true
+		cmd.Flags = append(cmd.Flags, helpFlag())
+	}
+	for _, sub := range cmd.Subcommands {
+		wireHelp(sub, path)
+	}
+}
+
+// findCommand follows words (e.g. ["job", "add"]) down the command tree.
+func findCommand(cmds []*cli.Command, words []string) (*cli.Command, error) {
+	var cmd *cli.Command
+	for i, w := range words {
+		cmd = nil
+		for _, c := range cmds {
+			if c.HasName(w) {
+				cmd = c
+				break
+			}
+		}
+		if cmd == nil {
+			return nil, usagef("help: unknown command %q", strings.Join(words[:i+1], " "))
+		}
+		cmds = cmd.Subcommands
+	}
+	return cmd, nil
+}
+
+// showHelp prints a command's help, as `help <command>` and
+// `<command> --help` both show it.
+func showHelp(w io.Writer, cmd *cli.Command) error {
+	tmpl := cli.CommandHelpTemplate
+	if len(cmd.Subcommands) > 0 {
+		tmpl = groupHelpTemplate
+	}
+	cli.HelpPrinter(w, tmpl, cmd)
+	return nil
+}
+
+// groupHelpTemplate is urfave/cli's SubcommandHelpTemplate listing the
+// subcommands by VisibleCommands: its command categories exist only once
+// the command has run, and `help job` shows job's before job runs.
+const groupHelpTemplate = `NAME:
+   {{template "helpNameTemplate" .}}
+
+USAGE:
+   {{template "usageTemplate" .}}{{if .Description}}
+
+DESCRIPTION:
+   {{template "descriptionTemplate" .}}{{end}}{{if .VisibleCommands}}
+
+COMMANDS:{{range .VisibleCommands}}
+   {{join .Names ", "}}{{"\t"}}{{.Usage}}{{end}}{{end}}{{if .VisibleFlags}}
+
+OPTIONS:{{template "visibleFlagTemplate" .}}{{end}}
+`
+
+// hasFlag reports whether one of flags is called name.
+func hasFlag(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// defaultInUsage is a default written in a flag's usage: "(default 10s)".
+var defaultInUsage = regexp.MustCompile(`\s*\(default:? ([^)]*)\)`)
+
+// oneDefault makes a flag's help state one default. urfave/cli appends
+// the flag's Go value, "(default: 0s)", which contradicts the default a
+// usage states for a flag whose zero value stands for a default applied
+// later (--retry-backoff 0: the scheduler's 10s). A default written in
+// the usage wins: it moves to the flag's DefaultText, which urfave/cli
+// prints instead of the value.
+func oneDefault(f cli.Flag) {
+	var usage, def *string
+	switch f := f.(type) {
+	case *cli.StringFlag:
+		usage, def = &f.Usage, &f.DefaultText
+	case *cli.BoolFlag:
+		usage, def = &f.Usage, &f.DefaultText
+	case *cli.DurationFlag:
+		usage, def = &f.Usage, &f.DefaultText
+	case *cli.IntFlag:
+		usage, def = &f.Usage, &f.DefaultText
+	case *cli.Int64Flag:
+		usage, def = &f.Usage, &f.DefaultText
+	case *cli.UintFlag:
+		usage, def = &f.Usage, &f.DefaultText
+	case *cli.StringSliceFlag:
+		usage, def = &f.Usage, &f.DefaultText
+	default:
+		return // a type ctl does not use; the help test catches a second default
+	}
+	m := defaultInUsage.FindStringSubmatchIndex(*usage)
+	if m == nil {
+		return
+	}
+	if *def == "" {
+		*def = (*usage)[m[2]:m[3]]
+	}
+	*usage = (*usage)[:m[0]] + (*usage)[m[1]:]
 }
 
 // helpFlag is a --help flag of this run's own (see app).
 func helpFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help"}
+	return &cli.BoolFlag{Name: "help", Aliases: []string{"h"}, Usage: "show help", DisableDefaultText: true}
+}
+
+// readInput reads the file name given to verb ("-": standard input): at
+// most max bytes (internal/boundedfile), until a signal interrupts ctl.
+func (r *runner) readInput(verb, name string, max int64) ([]byte, error) {
+	var data []byte
+	var err error
+	if name == "-" {
+		if r.env.Stdin == nil {
+			return nil, fmt.Errorf("%s: -: no standard input", verb)
+		}
+		data, err = boundedfile.ReadFrom(r.ctx, r.env.Stdin, "standard input", max)
+	} else {
+		data, err = boundedfile.Read(r.ctx, name, max)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", verb, err)
+	}
+	return data, nil
 }
 
 // usageLine is "verb args-usage", the synopsis shown in usage errors.

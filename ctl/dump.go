@@ -1,18 +1,18 @@
 package ctl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
 
 // dumpVersion is the version of the dump format; load refuses others.
@@ -207,22 +207,12 @@ func (r *runner) load(c *cli.Context) error {
 
 // readDump reads and checks a dump file ("-": stdin).
 func (r *runner) readDump(name string) (*dumpFile, error) {
-	var in io.Reader
-	if name == "-" {
-		if r.env.Stdin == nil {
-			return nil, errors.New("load -: no standard input")
-		}
-		in = r.env.Stdin
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, fmt.Errorf("load: %w", err)
-		}
-		defer f.Close()
-		in = f
+	data, err := r.readInput("load", name, boundedfile.MaxDump)
+	if err != nil {
+		return nil, err
 	}
 	var d dumpFile
-	dec := json.NewDecoder(in)
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
 		return nil, fmt.Errorf("load %s: not a dump file: %w", name, err)

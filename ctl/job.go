@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -38,7 +39,7 @@ func (r *runner) jobCommand() *cli.Command {
 			},
 			Action: r.jobAdd,
 		},
-		{Name: "list", Usage: "stored jobs with their latest run", Action: r.jobList},
+		{Name: "list", Usage: "every job a scheduler fires (stored, or in a running scheduler's --jobs file) with its latest run", Action: r.jobList},
 		{Name: "show", Usage: "a job's spec and runs", ArgsUsage: "job", Action: r.jobShow},
 		{
 			Name: "run-now", Usage: "run a job now, once, on one scheduler", ArgsUsage: "[--wait duration] job",
@@ -52,21 +53,6 @@ func (r *runner) jobCommand() *cli.Command {
 			Name: "logs", Usage: "the output of a run (default: the latest)", ArgsUsage: "job [run-key]",
 			Action: r.jobLogs,
 		},
-	}
-	for _, c := range subs {
-		c.HideHelp = true
-		c.Flags = append(c.Flags, helpFlag())
-		c.UsageText = strings.TrimSpace("shepherd ctl job " + c.Name + " " + c.ArgsUsage)
-		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-			return usagef("job %s: %v (usage: %s)", c.Command.Name, err, c.Command.UsageText)
-		}
-		action := c.Action
-		c.Action = func(c *cli.Context) error {
-			if c.Bool("help") {
-				return cli.ShowSubcommandHelp(c)
-			}
-			return action(c)
-		}
 	}
 	return &cli.Command{
 		Name:        "job",
@@ -100,9 +86,9 @@ func (r *runner) jobAdd(c *cli.Context) error {
 		if c.NArg() > 0 {
 			return usagef("job add: --file takes no name or command")
 		}
-		data, err := os.ReadFile(path)
+		data, err := r.readInput("job add", path, boundedfile.MaxConfig)
 		if err != nil {
-			return fmt.Errorf("job add: %w", err)
+			return err
 		}
 		if jobs, err = scheduler.ParseJobs(data); err != nil {
 			return fmt.Errorf("job add: %s: %w", path, jobError(err))
@@ -167,12 +153,31 @@ func (r *runner) jobAdd(c *cli.Context) error {
 
 // jobSummary is one line of job list.
 type jobSummary struct {
-	Name     string            `json:"name"`
-	Schedule string            `json:"schedule"`
-	Paused   bool              `json:"paused"`
-	Last     *scheduler.Result `json:"last,omitempty"`
-	Running  []string          `json:"running,omitempty"`
-	Error    string            `json:"error,omitempty"`
+	Name     string `json:"name"`
+	Schedule string `json:"schedule"`
+	// Stored: in /scheduler/jobs; Files: the running schedulers whose
+	// --jobs file defines it; Differs: their definitions differ.
+	Stored  bool              `json:"stored"`
+	Files   []string          `json:"files,omitempty"`
+	Differs bool              `json:"differs,omitempty"`
+	Paused  bool              `json:"paused"`
+	Last    *scheduler.Result `json:"last,omitempty"`
+	Running []string          `json:"running,omitempty"`
+	Error   string            `json:"error,omitempty"`
+}
+
+// source says where a job comes from, for job list's SOURCE column.
+func (j jobSummary) source() string {
+	files := "file(" + strings.Join(j.Files, ",") + ")"
+	switch {
+	case j.Stored && len(j.Files) > 0:
+		return files + ", stored one refused"
+	case j.Stored:
+		return "stored"
+	case j.Differs:
+		return files + " DIFFERS"
+	}
+	return files
 }
 
 func (r *runner) jobList(c *cli.Context) error {
@@ -182,20 +187,22 @@ func (r *runner) jobList(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
-	jobs, bad, err := scheduler.StoredJobs(ctx, s)
+	jobs, err := scheduler.ListJobs(ctx, s)
 	if err != nil {
 		return err
 	}
-	var out []jobSummary
-	for _, j := range jobs {
-		sum := jobSummary{Name: j.Name, Schedule: j.Schedule}
-		if err := r.fillSummary(ctx, &sum); err != nil {
+	out := []jobSummary{}
+	for _, e := range jobs {
+		sum := jobSummary{Name: e.Job.Name, Schedule: e.Job.Schedule, Stored: e.Stored, Files: e.FileHosts, Differs: e.Differs}
+		if e.Err != nil {
+			sum.Error = jobError(e.Err).Error()
+		} else if err := r.fillSummary(ctx, &sum); err != nil {
 			return err
 		}
 		out = append(out, sum)
-	}
-	for name, e := range bad {
-		out = append(out, jobSummary{Name: name, Error: jobError(e).Error()})
+		if e.Differs && !e.Stored {
+			r.warn("job %s: the jobs files of %s define it differently; each scheduler fires its own definition", e.Job.Name, strings.Join(e.FileHosts, ", "))
+		}
 	}
 	for _, j := range out {
 		if err := r.warnUntrusted(s, scheduler.Root, scheduler.JobPath(j.Name)); err != nil {
@@ -203,13 +210,10 @@ func (r *runner) jobList(c *cli.Context) error {
 		}
 	}
 	if r.json {
-		if out == nil {
-			out = []jobSummary{}
-		}
 		return writeJSON(r.env.Stdout, out)
 	}
 	tw := tabwriter.NewWriter(r.env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSCHEDULE\tPAUSED\tLAST RUN\tSTATUS\tRUNNING")
+	fmt.Fprintln(tw, "NAME\tSCHEDULE\tSOURCE\tPAUSED\tLAST RUN\tSTATUS\tRUNNING")
 	for _, j := range out {
 		last, status := "-", "-"
 		if j.Last != nil {
@@ -218,9 +222,24 @@ func (r *runner) jobList(c *cli.Context) error {
 		if j.Error != "" {
 			status = "invalid: " + j.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\n", j.Name, j.Schedule, j.Paused, last, status, strings.Join(j.Running, ","))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", j.Name, j.Schedule, j.source(), j.Paused, last, status, strings.Join(j.Running, ","))
 	}
 	return tw.Flush()
+}
+
+// fileJob returns the entry of a job defined by the jobs file of a
+// running scheduler, or nil.
+func fileJob(ctx context.Context, s *recipe.Session, name string) (*scheduler.JobEntry, error) {
+	jobs, err := scheduler.ListJobs(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range jobs {
+		if e.Job.Name == name && len(e.FileHosts) > 0 {
+			return &e, nil
+		}
+	}
+	return nil, nil
 }
 
 func (r *runner) fillSummary(ctx context.Context, sum *jobSummary) error {
@@ -255,6 +274,13 @@ func (r *runner) jobShow(c *cli.Context) error {
 		return jobError(jerr)
 	}
 	stored := jerr == nil
+	fe, err := fileJob(ctx, s, args[0])
+	if err != nil {
+		return err
+	}
+	if fe != nil {
+		j = fe.Job // a file job wins: schedulers refuse a stored one of its name
+	}
 	paused, err := scheduler.Paused(ctx, s, args[0])
 	if err != nil {
 		return err
@@ -263,8 +289,12 @@ func (r *runner) jobShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if !stored && len(runs) == 0 {
+	if !stored && fe == nil && len(runs) == 0 {
 		return jobError(jerr)
+	}
+	var files []string
+	if fe != nil {
+		files = fe.FileHosts
 	}
 	if r.json {
 		type run struct {
@@ -273,11 +303,14 @@ func (r *runner) jobShow(c *cli.Context) error {
 			Result  *scheduler.Result `json:"result,omitempty"`
 		}
 		doc := struct {
-			Job    *scheduler.Job `json:"job,omitempty"`
-			Paused bool           `json:"paused"`
-			Runs   []run          `json:"runs"`
-		}{Paused: paused, Runs: []run{}}
-		if stored {
+			Job     *scheduler.Job `json:"job,omitempty"`
+			Stored  bool           `json:"stored"`
+			Files   []string       `json:"files,omitempty"`
+			Differs bool           `json:"differs,omitempty"`
+			Paused  bool           `json:"paused"`
+			Runs    []run          `json:"runs"`
+		}{Stored: stored, Files: files, Differs: fe != nil && fe.Differs, Paused: paused, Runs: []run{}}
+		if stored || fe != nil {
 			doc.Job = &j
 		}
 		for _, ri := range runs {
@@ -286,10 +319,20 @@ func (r *runner) jobShow(c *cli.Context) error {
 		return writeJSON(r.env.Stdout, doc)
 	}
 	w := r.env.Stdout
-	if stored {
+	switch {
+	case fe != nil:
 		fmt.Fprintf(w, "%s\n", j.Encode())
-	} else {
-		fmt.Fprintf(w, "%s is not stored in %s (a jobs file defines it)\n", args[0], scheduler.JobsPath)
+		fmt.Fprintf(w, "from the jobs file of %s (environment values are not published)\n", strings.Join(files, ", "))
+		if stored {
+			r.warn("job %s: the stored job of this name in %s is refused by these schedulers: their jobs file wins", args[0], scheduler.JobsPath)
+		}
+		if fe.Differs {
+			r.warn("job %s: the jobs files of %s define it differently; each scheduler fires its own definition", args[0], strings.Join(files, ", "))
+		}
+	case stored:
+		fmt.Fprintf(w, "%s\n", j.Encode())
+	default:
+		fmt.Fprintf(w, "%s is not stored in %s and no running scheduler has it in its jobs file\n", args[0], scheduler.JobsPath)
 	}
 	fmt.Fprintf(w, "paused: %v\n", paused)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -325,13 +368,14 @@ func (r *runner) jobRunNow(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	_, jerr := scheduler.LoadJob(ctx, s, args[0])
+	fe, ferr := fileJob(ctx, s, args[0])
 	key, err := scheduler.Trigger(ctx, s, args[0], time.Now())
 	cancel()
 	if err != nil {
 		return jobError(err)
 	}
-	if errors.Is(jerr, scheduler.ErrNoSuchJob) {
-		r.warn("%s is not stored in %s: it runs only if a scheduler has it in its jobs file", args[0], scheduler.JobsPath)
+	if errors.Is(jerr, scheduler.ErrNoSuchJob) && fe == nil && ferr == nil {
+		r.warn("%s is not stored in %s and no running scheduler has it in its jobs file: it runs when one that knows it starts", args[0], scheduler.JobsPath)
 	}
 	if wait == 0 {
 		if r.json {
@@ -424,8 +468,14 @@ func (r *runner) jobLogs(c *cli.Context) error {
 		}
 	}
 	if res.LogFile != "" {
-		if data, err := os.ReadFile(res.LogFile); err == nil {
+		data, err := boundedfile.Read(r.ctx, res.LogFile, boundedfile.MaxLog)
+		switch {
+		case err == nil:
 			_, err = r.env.Stdout.Write(data)
+			return err
+		case errors.Is(err, boundedfile.ErrTooLarge):
+			return fmt.Errorf("job logs: %w (read it on %s with tail or less)", err, res.Host)
+		case r.ctx.Err() != nil:
 			return err
 		}
 	}

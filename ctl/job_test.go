@@ -3,10 +3,13 @@ package ctl
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,22 +98,127 @@ func TestJobAddRejectsBadSpecs(t *testing.T) {
 // startScheduler runs a scheduler on conn until the test ends.
 func startScheduler(t *testing.T, conn string) {
 	t.Helper()
+	startFileScheduler(t, conn, "test", "")
+}
+
+// startFileScheduler runs scheduler host on conn, with the jobs file
+// jobsFile if not empty, as `shepherd scheduler --jobs` does. It stops
+// when the test ends or stop is called.
+func startFileScheduler(t *testing.T, conn, host, jobsFile string) (stop func()) {
+	t.Helper()
+	opts := scheduler.Options{Host: host, LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), Resync: time.Second}
+	if jobsFile != "" {
+		data, err := os.ReadFile(jobsFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts.Jobs, err = scheduler.ParseJobs(data); err != nil {
+			t.Fatal(err)
+		}
+		opts.JobsFile = jobsFile
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := recipe.Dial(ctx, conn, recipe.Options{SessionTimeout: 2 * time.Second, Auth: coordtest.Auth, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scheduler.New(s, scheduler.Options{Host: "test", LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), Resync: time.Second})
+	sc, err := scheduler.New(s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- sc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("scheduler: %v", err)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("scheduler %s: %v", host, err)
+			}
+			s.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestJobListShowsFileJobs: jobs of the --jobs files of running
+// schedulers are listed and shown (environment values hidden) beside the
+// stored ones; a name two files define differently is flagged, a stored
+// job overriding a file job says so, and a stopped scheduler's file jobs
+// go from the list (issue 10).
+func TestJobListShowsFileJobs(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		dir := t.TempDir()
+		write := func(name, text string) string {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
 		}
-		s.Close()
+		fileA := write("a.yaml", `jobs:
+- {name: nightly, schedule: "@daily", command: /bin/true, env: {TOKEN: s3cret}}
+- {name: hourly, schedule: "@hourly", command: /bin/true}
+`)
+		fileB := write("b.yaml", `jobs:
+- {name: nightly, schedule: "0 4 * * *", command: /bin/true}
+`)
+		list := func() map[string]jobSummary {
+			var l []jobSummary
+			if err := json.Unmarshal([]byte(mustCtl(t, conn, "--json", "job", "list")), &l); err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]jobSummary{}
+			for _, j := range l {
+				m[j.Name] = j
+			}
+			return m
+		}
+		want := func(what string, ok func(map[string]jobSummary) bool) {
+			t.Helper()
+			waitFor(t, 30*time.Second, what, func() error {
+				if l := list(); !ok(l) {
+					return fmt.Errorf("job list = %+v", l)
+				}
+				return nil
+			})
+		}
+
+		stopA := startFileScheduler(t, conn, "a", fileA)
+		want("a's file jobs", func(l map[string]jobSummary) bool {
+			return len(l) == 2 && l["nightly"].Schedule == "@daily" && slices.Equal(l["nightly"].Files, []string{"a"}) &&
+				!l["nightly"].Stored && slices.Equal(l["hourly"].Files, []string{"a"})
+		})
+		if got := mustCtl(t, conn, "job", "list"); !strings.Contains(got, "SOURCE") || !strings.Contains(got, "file(a)") {
+			t.Errorf("job list:\n%s\nwant a SOURCE column saying file(a)", got)
+		}
+		got := mustCtl(t, conn, "job", "show", "nightly")
+		if !strings.Contains(got, `"schedule": "@daily"`) || !strings.Contains(got, "jobs file of a") || strings.Contains(got, "s3cret") {
+			t.Errorf("job show nightly:\n%s\nwant a's spec, its origin, and no environment value", got)
+		}
+
+		startFileScheduler(t, conn, "b", fileB)
+		want("nightly in two files that differ", func(l map[string]jobSummary) bool {
+			return slices.Equal(l["nightly"].Files, []string{"a", "b"}) && l["nightly"].Differs
+		})
+		if r := runCtl(t, conn, "job", "list"); r.code != 0 || !strings.Contains(r.stdout, "DIFFERS") || !strings.Contains(r.stderr, "define it differently") {
+			t.Errorf("job list: %v; want nightly flagged as differing, with a warning", r)
+		}
+
+		mustCtl(t, conn, "job", "add", "--schedule", "@every 2h", "hourly", "--", "/bin/true")
+		want("a's hourly winning over the stored one", func(l map[string]jobSummary) bool {
+			return l["hourly"].Stored && l["hourly"].Schedule != "@every 2h" && slices.Equal(l["hourly"].Files, []string{"a"})
+		})
+		if got := mustCtl(t, conn, "job", "list"); !strings.Contains(got, "file(a), stored one refused") {
+			t.Errorf("job list:\n%s\nwant hourly: file(a), stored one refused", got)
+		}
+
+		stopA()
+		want("a's file jobs gone with a", func(l map[string]jobSummary) bool {
+			return len(l) == 2 && slices.Equal(l["nightly"].Files, []string{"b"}) && !l["nightly"].Differs &&
+				l["nightly"].Schedule == "0 4 * * *" && l["hourly"].Stored && len(l["hourly"].Files) == 0
+		})
 	})
 }

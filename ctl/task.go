@@ -1,16 +1,13 @@
 package ctl
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
 
 // taskCommand is `ctl task …`: the replication tasks of `shepherd core`,
@@ -57,21 +54,6 @@ func (r *runner) taskCommand() *cli.Command {
 		ArgsUsage: "task",
 		Action:    r.taskResetEpoch,
 	}}
-	for _, c := range subs {
-		c.HideHelp = true
-		c.UsageText = strings.TrimSpace("shepherd ctl task " + c.Name + " " + c.ArgsUsage)
-		c.Flags = append(c.Flags, helpFlag())
-		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-			return usagef("task %s: %v (usage: %s)", c.Command.Name, err, c.Command.UsageText)
-		}
-		action := c.Action
-		c.Action = func(c *cli.Context) error {
-			if c.Bool("help") {
-				return cli.ShowCommandHelp(c, c.Command.Name)
-			}
-			return action(c)
-		}
-	}
 	return &cli.Command{
 		Name:      "task",
 		Usage:     "manage replication tasks: add, list, show, start, stop, rm, reset-epoch",
@@ -142,7 +124,7 @@ func (r *runner) taskAdd(c *cli.Context) error {
 	if file == "" {
 		return usagef("task add: -f task.yaml is required (- for standard input)")
 	}
-	data, err := r.readSpecFile(file)
+	data, err := r.readInput("task add", file, boundedfile.MaxConfig)
 	if err != nil {
 		return err
 	}
@@ -168,34 +150,6 @@ func (r *runner) taskAdd(c *cli.Context) error {
 	}
 	fmt.Fprintf(r.env.Stdout, "task %s added at %s (%s standby, %s)\n", sp.Name, a.Layout().Task(sp.Name), standbyText(sp), sp.State)
 	return nil
-}
-
-// maxSpecFile bounds a spec file: a spec is a few hundred bytes.
-const maxSpecFile = 1 << 20
-
-func (r *runner) readSpecFile(file string) ([]byte, error) {
-	var in io.Reader
-	if file == "-" {
-		if r.env.Stdin == nil {
-			return nil, errors.New("task add: -f -: no standard input")
-		}
-		in = r.env.Stdin
-	} else {
-		f, err := os.Open(file)
-		if err != nil {
-			return nil, fmt.Errorf("task add: %w", err)
-		}
-		defer f.Close()
-		in = f
-	}
-	data, err := io.ReadAll(io.LimitReader(in, maxSpecFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("task add: read %s: %w", file, err)
-	}
-	if len(data) > maxSpecFile {
-		return nil, fmt.Errorf("task add: %s is larger than %d bytes: not a task spec", file, maxSpecFile)
-	}
-	return data, nil
 }
 
 func (r *runner) taskList(c *cli.Context) error {

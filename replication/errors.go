@@ -151,6 +151,20 @@ func retryable(err error) bool {
 	return true
 }
 
+// classify is the one rule Open, ResolveStart and Run apply to what they
+// return: an error that another attempt cannot get past (see retryable)
+// is marked ErrNonRetryable, so a caller retries exactly the others. A
+// fence, a configuration error and a cancellation keep their own
+// identity.
+func classify(err error) error {
+	switch {
+	case err == nil, retryable(err),
+		errors.Is(err, ErrFenced), errors.Is(err, ErrConfig), errors.Is(err, context.Canceled):
+		return err
+	}
+	return nonRetryable(err)
+}
+
 // accessDenied reports a login or privilege failure, which no retry fixes.
 func accessDenied(err error) bool {
 	code, _, ok := serverErrorCode(err)

@@ -212,6 +212,22 @@ func TestAccessDenied(t *testing.T) {
 		})
 	}
 
+	// The account can log in and read variables, but not the binlog
+	// position "current" and "earliest" start from (issue 10: this was
+	// retried for ever).
+	t.Run("source without BINLOG MONITOR", func(t *testing.T) {
+		cfg := base
+		cfg.Source.User, cfg.Source.Password = "rt_user", "right"
+		r := openReplicator(t, cfg)
+		for _, start := range []string{"current", "earliest"} {
+			_, err := r.ResolveStart(t.Context(), start)
+			if !errors.Is(err, ErrNonRetryable) || !strings.Contains(err.Error(), "BINLOG MONITOR") ||
+				!strings.Contains(err.Error(), "GRANT REPLICATION CLIENT ON *.* TO rt_user") {
+				t.Errorf("ResolveStart(%s): %v, want a non-retryable error naming the BINLOG MONITOR grant", start, err)
+			}
+		}
+	})
+
 	t.Run("source without REPLICATION SLAVE", func(t *testing.T) {
 		cfg := base
 		cfg.Source.User, cfg.Source.Password = "rt_user", "right"

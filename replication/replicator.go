@@ -39,6 +39,14 @@ type Replicator struct {
 // ErrNonRetryable; an unreachable server is a plain error the caller may
 // retry.
 func Open(ctx context.Context, cfg Config) (*Replicator, error) {
+	r, err := open(ctx, cfg)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return r, nil
+}
+
+func open(ctx context.Context, cfg Config) (*Replicator, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -72,9 +80,6 @@ func Open(ctx context.Context, cfg Config) (*Replicator, error) {
 	}
 	if err := r.ckpt.create(ctx, r.target, cfg.CheckpointSchema); err != nil {
 		r.Close()
-		if accessDenied(err) {
-			err = nonRetryable(err)
-		}
 		return nil, fmt.Errorf("task %q: target %s: %w", cfg.Task, cfg.Target, err)
 	}
 	r.log.Info("replicator opened", "source", cfg.Source.String(), "source_version", info.version,
@@ -89,11 +94,14 @@ func (r *Replicator) Flavor() string { return r.flavor }
 // "current" (the end of its binary log now), "earliest" (the start of the
 // oldest binlog file it keeps), "file:pos" (e.g. "mysql-bin.000003:4"), or
 // a GTID set in the source's flavor ("0-1-100" on MariaDB). On MariaDB the
-// GTID state of file positions is filled in.
+// GTID state of file positions is filled in. Errors are classified as
+// Open's and Run's are: a missing privilege (the account needs BINLOG
+// MONITOR, or REPLICATION CLIENT on MySQL, for "current" and "earliest")
+// wraps ErrNonRetryable and names the grant.
 func (r *Replicator) ResolveStart(ctx context.Context, spec string) (Position, error) {
-	p, err := resolveStart(ctx, r.source, r.flavor, spec)
+	p, err := resolveStart(ctx, r.source, r.cfg.Source, r.flavor, spec)
 	if err != nil {
-		return Position{}, fmt.Errorf("task %q: %w", r.cfg.Task, err)
+		return Position{}, fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
 	}
 	return p, nil
 }
@@ -103,7 +111,7 @@ func (r *Replicator) ResolveStart(ctx context.Context, spec string) (Position, e
 func (r *Replicator) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error) {
 	row, ok, err := r.ckpt.read(ctx, r.target)
 	if err != nil {
-		return Checkpoint{}, false, fmt.Errorf("task %q: %w", r.cfg.Task, err)
+		return Checkpoint{}, false, fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
 	}
 	if !ok || row.Position.IsZero() {
 		return row.Checkpoint, false, nil
@@ -121,11 +129,14 @@ func (r *Replicator) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, er
 // instance of the task first.
 func (r *Replicator) ResetEpoch(ctx context.Context) (int64, error) {
 	row, ok, err := r.ckpt.read(ctx, r.target)
-	if err != nil || !ok {
-		return 0, err
+	if err != nil {
+		return 0, fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
+	}
+	if !ok {
+		return 0, nil
 	}
 	if err := r.ckpt.resetEpoch(ctx, r.target); err != nil {
-		return 0, fmt.Errorf("task %q: %w", r.cfg.Task, err)
+		return 0, fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
 	}
 	return row.Epoch, nil
 }

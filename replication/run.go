@@ -104,7 +104,7 @@ func (r *Replicator) Run(ctx context.Context, from Position, epoch int64, owner 
 		}
 		if !retryable(err) {
 			r.log.Error("replication stopped", "error", err, "position", st.committed.String())
-			return fmt.Errorf("task %q: %w", r.cfg.Task, err)
+			return fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
 		}
 		if st.txns > committedBefore {
 			backoff, st.retries = minBackoff, 0

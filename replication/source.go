@@ -126,13 +126,13 @@ func checkSource(ctx context.Context, db *sql.DB, e Endpoint, serverID uint32) (
 // resolveStart turns a start spec into a position on the source:
 // "current" (the end of the binlog now), "earliest" (the oldest binlog
 // file kept), "file:pos", or a GTID set in the source's flavor.
-func resolveStart(ctx context.Context, db *sql.DB, flavor, spec string) (Position, error) {
+func resolveStart(ctx context.Context, db *sql.DB, e Endpoint, flavor, spec string) (Position, error) {
 	spec = strings.TrimSpace(spec)
 	switch strings.ToLower(spec) {
 	case "":
 		return Position{}, fmt.Errorf("%w: empty start: use current, earliest, file:pos or a GTID set", ErrConfig)
 	case "current":
-		file, pos, gtid, err := masterStatus(ctx, db)
+		file, pos, gtid, err := masterStatus(ctx, db, e)
 		if err != nil {
 			return Position{}, err
 		}
@@ -144,7 +144,7 @@ func resolveStart(ctx context.Context, db *sql.DB, flavor, spec string) (Positio
 		}
 		return p, nil
 	case "earliest":
-		file, err := firstBinlog(ctx, db)
+		file, err := firstBinlog(ctx, db, e)
 		if err != nil {
 			return Position{}, err
 		}
@@ -176,15 +176,27 @@ func resolveStart(ctx context.Context, db *sql.DB, flavor, spec string) (Positio
 	return Position{GTID: g.String()}, nil
 }
 
+// needsBinlogMonitor wraps the failure of what, a statement that needs
+// the privilege to read the source's binlog position and files; when the
+// server denied it, the error names the grant. MariaDB 10.5 renamed
+// REPLICATION CLIENT to BINLOG MONITOR and kept the old name as an alias,
+// so one GRANT fits both flavors.
+func needsBinlogMonitor(what string, e Endpoint, err error) error {
+	if accessDenied(err) {
+		return fmt.Errorf("%s: %w: the source account needs the BINLOG MONITOR privilege (REPLICATION CLIENT on MySQL): GRANT REPLICATION CLIENT ON *.* TO %s", what, err, e.User)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // masterStatus reads the source's current binlog file and offset (and, on
 // MySQL, the executed GTID set, in the same snapshot).
-func masterStatus(ctx context.Context, db *sql.DB) (string, uint32, string, error) {
+func masterStatus(ctx context.Context, db *sql.DB, e Endpoint) (string, uint32, string, error) {
 	rows, err := db.QueryContext(ctx, "SHOW MASTER STATUS")
 	if err != nil {
 		// MySQL 8.4 renamed it.
 		var err2 error
 		if rows, err2 = db.QueryContext(ctx, "SHOW BINARY LOG STATUS"); err2 != nil {
-			return "", 0, "", fmt.Errorf("read the source's binlog position (SHOW MASTER STATUS; the account needs BINLOG MONITOR or REPLICATION CLIENT): %w", err)
+			return "", 0, "", needsBinlogMonitor("read the source's binlog position (SHOW MASTER STATUS)", e, err)
 		}
 	}
 	defer rows.Close()
@@ -221,10 +233,10 @@ func masterStatus(ctx context.Context, db *sql.DB) (string, uint32, string, erro
 	return file, uint32(pos), gtid, rows.Err()
 }
 
-func firstBinlog(ctx context.Context, db *sql.DB) (string, error) {
+func firstBinlog(ctx context.Context, db *sql.DB, e Endpoint) (string, error) {
 	rows, err := db.QueryContext(ctx, "SHOW BINARY LOGS")
 	if err != nil {
-		return "", fmt.Errorf("list the source's binary logs: %w", err)
+		return "", needsBinlogMonitor("list the source's binary logs (SHOW BINARY LOGS)", e, err)
 	}
 	defer rows.Close()
 	cols, _ := rows.Columns()

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -276,6 +277,35 @@ func TestRetryable(t *testing.T) {
 	ae := newApplyError(strings.Repeat("x", 5000), Position{File: "f.000001", Pos: 4}, &mysql.MySQLError{Number: 1062})
 	if len(ae.Statement) > maxShownStatement+50 || !strings.Contains(ae.Statement, "5000 bytes") {
 		t.Errorf("ApplyError keeps %d bytes of a 5000-byte statement: %q…", len(ae.Statement), ae.Statement[:40])
+	}
+}
+
+// TestClassify: what Open, ResolveStart and Run return is non-retryable
+// exactly when retrying cannot help, and a fence, a configuration error
+// or a cancellation keeps its identity.
+func TestClassify(t *testing.T) {
+	denied := &mysql.MySQLError{Number: 1227, Message: "Access denied; you need (at least one of) the SUPER, BINLOG MONITOR privilege(s) for this operation"}
+	tests := []struct {
+		err          error
+		nonRetryable bool
+	}{
+		{fmt.Errorf("read the source's binlog position: %w", denied), true},
+		{&mysql.MySQLError{Number: 1142}, true},
+		{&mysql.MySQLError{Number: 1213}, false},
+		{io.EOF, false},
+		{ErrFenced, false},
+		{fmt.Errorf("%w: bad start", ErrConfig), false},
+		{context.Canceled, false},
+		{context.DeadlineExceeded, false},
+	}
+	for _, tt := range tests {
+		got := classify(tt.err)
+		if errors.Is(got, ErrNonRetryable) != tt.nonRetryable || !errors.Is(got, tt.err) {
+			t.Errorf("classify(%v) = %v: non-retryable %v, want %v (and the original in its chain)", tt.err, got, errors.Is(got, ErrNonRetryable), tt.nonRetryable)
+		}
+	}
+	if classify(nil) != nil {
+		t.Error("classify(nil) is not nil")
 	}
 }
 

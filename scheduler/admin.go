@@ -1,10 +1,13 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -132,13 +135,14 @@ func Paused(ctx context.Context, s *recipe.Session, name string) (bool, error) {
 }
 
 // Trigger asks the schedulers to run a job now, as a run of its own with
-// key "manual-<UTC time>", and returns that key. It runs once, on one
-// scheduler that knows the job, whether or not the job is paused.
+// key "manual-<UTC time>" (RunKeyLayout, e.g.
+// manual-2026-11-25T13:01:27.405Z), and returns that key. It runs once,
+// on one scheduler that knows the job, whether or not the job is paused.
 func Trigger(ctx context.Context, s *recipe.Session, name string, now time.Time) (string, error) {
 	if !namePattern.MatchString(name) {
 		return "", fmt.Errorf("%w: job name %q", ErrInvalidJob, name)
 	}
-	key := "manual-" + now.UTC().Format("20060102T150405.000Z")
+	key := ManualPrefix + now.UTC().Format(RunKeyLayout)
 	data := []byte(now.Format(time.RFC3339Nano))
 	err := s.Retry(ctx, func() error {
 		if err := s.EnsurePath(ctx, TriggersPath); err != nil {
@@ -151,4 +155,95 @@ func Trigger(ctx context.Context, s *recipe.Session, name string, now time.Time)
 		return err
 	})
 	return key, err
+}
+
+// Schedulers returns what the running schedulers publish (SchedulerInfo),
+// sorted by host and pid. A node that does not decode is skipped: it is
+// only informative.
+func Schedulers(ctx context.Context, s *recipe.Session) ([]SchedulerInfo, error) {
+	ms, err := recipe.Members(ctx, s, SchedulersPath)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SchedulerInfo, 0, len(ms))
+	for _, m := range ms {
+		var in SchedulerInfo
+		if json.Unmarshal(m.Data, &in) == nil && in.Host != "" {
+			out = append(out, in)
+		}
+	}
+	slices.SortFunc(out, func(a, b SchedulerInfo) int {
+		if c := strings.Compare(a.Host, b.Host); c != 0 {
+			return c
+		}
+		return a.PID - b.PID
+	})
+	return out, nil
+}
+
+// JobEntry is one job some scheduler fires, as ListJobs finds it.
+type JobEntry struct {
+	// Job is the definition in effect: the stored one if there is one,
+	// else that of the first scheduler (by host) whose file defines it,
+	// with environment values redacted (RedactedEnv).
+	Job Job
+	// Stored: the job is in /scheduler/jobs, which wins over the jobs
+	// files on every scheduler.
+	Stored bool
+	// FileHosts are the running schedulers whose jobs file defines the
+	// job (overridden by the stored job when Stored).
+	FileHosts []string
+	// Differs: those file definitions are not all the same, so each
+	// scheduler fires its own (unless Stored). Environment values are
+	// not compared: they are not published.
+	Differs bool
+	// Err is why a stored job does not decode; Job then has only a name.
+	Err error
+}
+
+// ListJobs returns every job a scheduler fires, by name: the stored jobs
+// and the jobs of the files of the running schedulers. A file job is
+// listed while at least one scheduler that has it in its file runs.
+func ListJobs(ctx context.Context, s *recipe.Session) ([]JobEntry, error) {
+	stored, bad, err := StoredJobs(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	scheds, err := Schedulers(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*JobEntry{}
+	for _, j := range stored {
+		byName[j.Name] = &JobEntry{Job: j, Stored: true}
+	}
+	for name, e := range bad {
+		byName[name] = &JobEntry{Job: Job{Name: name}, Stored: true, Err: e}
+	}
+	first := map[string][]byte{} // the first file definition of each name
+	for _, in := range scheds {
+		for _, j := range in.FileJobs {
+			e := byName[j.Name]
+			if e == nil {
+				e = &JobEntry{Job: j}
+				byName[j.Name] = e
+			}
+			if !slices.Contains(e.FileHosts, in.Host) {
+				e.FileHosts = append(e.FileHosts, in.Host)
+			}
+			enc := j.Encode()
+			if f, ok := first[j.Name]; !ok {
+				first[j.Name] = enc
+				e.Job = j // a file job wins over a stored one of its name, which schedulers refuse
+			} else if !bytes.Equal(f, enc) {
+				e.Differs = true
+			}
+		}
+	}
+	out := make([]JobEntry, 0, len(byName))
+	for _, e := range byName {
+		out = append(out, *e)
+	}
+	slices.SortFunc(out, func(a, b JobEntry) int { return strings.Compare(a.Job.Name, b.Job.Name) })
+	return out, nil
 }

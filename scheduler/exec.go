@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
 
 // Limits of what a result carries; the full output stays in the log file.
@@ -188,7 +190,7 @@ func runCommand(ctx context.Context, p *plan, run Run, out io.Writer) (data []by
 	if err != nil {
 		return nil, exitCode, fmt.Errorf("%s: %w", p.Command, err)
 	}
-	data, err = readLimited(rfName, maxResultData)
+	data, err = readResultFile(ctx, rfName)
 	return data, exitCode, err
 }
 
@@ -206,18 +208,16 @@ func killGroup(pgid int, waited chan error) {
 	}
 }
 
-func readLimited(name string, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
+// readResultFile reads what a job wrote to $SHEPHERD_RESULT_FILE: at
+// most maxResultData bytes, and not past ctx (the job may have left a FIFO
+// there).
+func readResultFile(ctx context.Context, name string) ([]byte, error) {
+	data, err := boundedfile.Read(ctx, name, maxResultData)
+	if errors.Is(err, boundedfile.ErrTooLarge) {
+		return nil, fmt.Errorf("result file: more than %d bytes; write large results elsewhere and put a reference in the result file", maxResultData)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("result file: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("result file: %w", err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("result file: more than %d bytes; write large results elsewhere and put a reference in the result file", limit)
 	}
 	if len(data) == 0 {
 		return nil, nil

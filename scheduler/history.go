@@ -10,7 +10,8 @@ import (
 )
 
 // sortRuns orders runs oldest first: finished runs by scheduled time,
-// then unfinished ones by key.
+// then unfinished ones by the time their keys name (keys of every format
+// ever written compare by time, not as strings), then by key.
 func sortRuns(runs []RunInfo) {
 	slices.SortStableFunc(runs, func(a, b RunInfo) int {
 		switch {
@@ -20,6 +21,12 @@ func sortRuns(runs []RunInfo) {
 			return 1
 		case a.Result != nil && !a.Scheduled.Equal(b.Scheduled):
 			return a.Scheduled.Compare(b.Scheduled)
+		case a.Result == nil:
+			ta, _, aok := ParseRunKey(a.RunKey)
+			tb, _, bok := ParseRunKey(b.RunKey)
+			if aok && bok && !ta.Equal(tb) {
+				return ta.Compare(tb)
+			}
 		}
 		return strings.Compare(a.RunKey, b.RunKey)
 	})

@@ -309,19 +309,46 @@ func isDaily(s cron.Schedule, loc *time.Location) bool {
 	return true
 }
 
-// runKeyLayout names a sub-daily run: its local time with the zone offset,
-// so that the repeated hour at the end of daylight saving time does not
-// reuse a key.
-const runKeyLayout = "2006-01-02T15:04:05Z0700"
+// RunKeyLayout is the format of every run key that is not a date: the
+// date and time in the job's zone, a fraction of a second only when it is
+// not zero, and the zone offset (Z for UTC, else ±hhmm, so that the
+// repeated hour at the end of daylight saving time does not reuse a key).
+// A sub-daily run is 2026-11-22T15:04:05+0800 (or 2026-11-25T12:56:48Z in
+// UTC); a manual run is "manual-" and its request time in UTC,
+// manual-2026-11-25T13:01:27.405Z. Jobs that fire at most once a day are
+// keyed by the local date alone, as the seeds' 2026-11-22.
+const RunKeyLayout = "2006-01-02T15:04:05.999Z0700"
+
+// ManualPrefix starts the key of a run asked for by Trigger.
+const ManualPrefix = "manual-"
+
+// legacyManualLayout is how manual run keys were written before they
+// took RunKeyLayout (manual-20261125T130127.405Z); such runs may still
+// be in a cluster's history.
+const legacyManualLayout = "20060102T150405.000Z"
 
 // RunKey returns the run key of the run scheduled at t: the local date
 // for jobs that run at most daily (as the seeds' 2026-11-22), the local
-// time with offset otherwise.
+// time in RunKeyLayout otherwise.
 func (p *plan) RunKey(t time.Time) string {
 	if p.daily {
 		return t.In(p.loc).Format(time.DateOnly)
 	}
-	return t.In(p.loc).Format(runKeyLayout)
+	return t.In(p.loc).Format(RunKeyLayout)
+}
+
+// ParseRunKey reads the time a run key names and whether the run is a
+// manual one. It reads every format Shepherd has written: dates (the
+// time is midnight UTC of that date), RunKeyLayout, and the older manual
+// keys. ok is false for a key in none of them.
+func ParseRunKey(key string) (t time.Time, manual, ok bool) {
+	rest, manual := strings.CutPrefix(key, ManualPrefix)
+	for _, layout := range []string{RunKeyLayout, time.DateOnly, legacyManualLayout} {
+		if t, err := time.Parse(layout, rest); err == nil {
+			return t, manual, true
+		}
+	}
+	return time.Time{}, manual, false
 }
 
 // lateLimit is how late a run may start.

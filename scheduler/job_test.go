@@ -98,6 +98,41 @@ func TestRunKeys(t *testing.T) {
 	}
 }
 
+// TestRunKeyFormat: scheduled and manual keys share RunKeyLayout, and
+// ParseRunKey reads every key format a cluster may still hold, old manual
+// keys included, so that histories mixing them list in time order.
+func TestRunKeyFormat(t *testing.T) {
+	at := time.Date(2026, 11, 25, 13, 1, 27, 405e6, time.UTC)
+	if got, want := ManualPrefix+at.Format(RunKeyLayout), "manual-2026-11-25T13:01:27.405Z"; got != want {
+		t.Errorf("manual key %q, want %q", got, want)
+	}
+	for _, tt := range []struct {
+		key    string
+		want   time.Time
+		manual bool
+	}{
+		{"2026-11-25T12:56:48Z", time.Date(2026, 11, 25, 12, 56, 48, 0, time.UTC), false},
+		{"2026-11-23T03:30:00+0800", time.Date(2026, 11, 22, 19, 30, 0, 0, time.UTC), false},
+		{"2026-11-22", time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC), false},
+		{"manual-2026-11-25T13:01:27.405Z", at, true},
+		{"manual-2026-11-25T13:01:27Z", at.Truncate(time.Second), true},
+		{"manual-20261125T130127.405Z", at, true}, // written by earlier versions
+	} {
+		got, manual, ok := ParseRunKey(tt.key)
+		if !ok || !got.Equal(tt.want) || manual != tt.manual {
+			t.Errorf("ParseRunKey(%q) = %v, %v, %v; want %v, %v, true", tt.key, got, manual, ok, tt.want, tt.manual)
+		}
+	}
+	if _, _, ok := ParseRunKey("manual-yesterday"); ok {
+		t.Error("ParseRunKey(manual-yesterday) is ok")
+	}
+	runs := []RunInfo{{RunKey: "manual-2026-11-25T13:05:00Z"}, {RunKey: "manual-20261125T130127.405Z"}, {RunKey: "2026-11-25T13:03:00Z"}}
+	sortRuns(runs)
+	if runs[0].RunKey != "manual-20261125T130127.405Z" || runs[1].RunKey != "2026-11-25T13:03:00Z" {
+		t.Errorf("unfinished runs sorted %v, want old manual key, then scheduled, then new manual", runs)
+	}
+}
+
 // TestEveryIsAnchored checks that @every fires at the same instants in
 // every process, whenever it started.
 func TestEveryIsAnchored(t *testing.T) {

@@ -238,5 +238,11 @@ func trigger(t *testing.T, s *recipe.Session, job string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One run-key format for scheduled and manual runs (docs/scheduler.md).
+	if !manualKey.MatchString(key) {
+		t.Errorf("manual run key %q is not manual-<RunKeyLayout in UTC>", key)
+	}
 	return key
 }
+
+var manualKey = regexp.MustCompile(`^manual-\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,3})?Z$`)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -248,7 +249,7 @@ func (sc *Scheduler) master(ctx context.Context, p *plan, key string, scheduled 
 	}
 }
 
-func isManual(key string) bool { return len(key) > 7 && key[:7] == "manual-" }
+func isManual(key string) bool { return strings.HasPrefix(key, ManualPrefix) }
 
 // masterErr maps a failure during mastership: after a lost session it is
 // ErrNotMaster.

@@ -31,8 +31,12 @@ type Options struct {
 	// Jobs are the jobs of a jobs file (ParseJobs); stored jobs
 	// (/scheduler/jobs) are added to them. A stored job named like a
 	// file job is refused (logged): the file, which only its machine's
-	// operator can change, wins.
+	// operator can change, wins. Run publishes them, read-only, for ctl
+	// (SchedulersPath).
 	Jobs []Job
+	// JobsFile names the file Jobs came from; it is only published, in
+	// SchedulerInfo.JobsFile.
+	JobsFile string
 	// Host names this scheduler in results; default the hostname.
 	Host string
 	// LogDir holds the per-run log files, <LogDir>/<job>/<run-key>.log;
@@ -156,8 +160,19 @@ func (sc *Scheduler) notify(r Result) {
 }
 
 // Run schedules until ctx ends, then waits for the runs in flight to
-// stop (a master hands its run over rather than record a failure).
+// stop (a master hands its run over rather than record a failure). It
+// publishes this scheduler and its file jobs under SchedulersPath while
+// it runs. The end of ctx is a clean stop at any moment, start-up
+// included: Run then returns nil.
 func (sc *Scheduler) Run(ctx context.Context) error {
+	err := sc.run(ctx)
+	if ctx.Err() != nil {
+		return nil // stopped: whatever step it interrupted failed for that reason
+	}
+	return err
+}
+
+func (sc *Scheduler) run(ctx context.Context) error {
 	s := sc.sess
 	for _, p := range []string{JobsPath, PausedPath, TriggersPath, ElectionRoot} {
 		if err := s.Retry(ctx, func() error { return s.EnsurePath(ctx, p) }); err != nil {
@@ -167,6 +182,8 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 			return fmt.Errorf("scheduler: create %s: %w", p, err)
 		}
 	}
+	unpublish := sc.announce(ctx)
+	defer unpublish()
 	loops := map[string]*jobLoop{}
 	defer func() {
 		for _, l := range loops {
@@ -196,6 +213,63 @@ func (sc *Scheduler) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// announce registers this scheduler, with its file jobs, as the ephemeral
+// member <host>-<pid> of SchedulersPath, in the background: a node left
+// by an earlier process of the same name goes only when that process's
+// session expires, and scheduling must not wait for it. The returned
+// function leaves and waits. Publishing is best effort: ctl shows less
+// without it, nothing runs differently.
+func (sc *Scheduler) announce(ctx context.Context) (stop func()) {
+	data, err := json.Marshal(sc.info())
+	if err != nil {
+		sc.log.Error("cannot encode this scheduler's jobs for ctl", "err", err)
+		return func() {}
+	}
+	member := fmt.Sprintf("%s-%d", sc.host, sc.pid)
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m, err := recipe.Join(pctx, sc.sess, SchedulersPath, member, data)
+		if err != nil {
+			if pctx.Err() == nil {
+				sc.log.Warn("cannot publish this scheduler's jobs; ctl job list will not show its file jobs", "path", SchedulersPath+"/"+member, "err", err)
+			}
+			return
+		}
+		<-pctx.Done()
+		lctx, lcancel := context.WithTimeout(context.Background(), leaveTimeout)
+		defer lcancel()
+		if err := m.Leave(lctx); err != nil {
+			sc.log.Debug("leaving "+SchedulersPath+"; the node goes with the session", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// leaveTimeout bounds the deletion of this scheduler's node on stop; the
+// node goes with the session anyway.
+const leaveTimeout = 5 * time.Second
+
+// info is what announce writes: the file jobs with the values of their
+// environment variables left out, since a jobs file may carry secrets that
+// were never meant for the coordination service.
+func (sc *Scheduler) info() SchedulerInfo {
+	in := SchedulerInfo{Version: 1, Host: sc.host, PID: sc.pid, Started: sc.now().UTC(), JobsFile: sc.opts.JobsFile, FileJobs: []Job{}}
+	for _, j := range sc.opts.Jobs {
+		if len(j.Env) > 0 {
+			env := make(map[string]string, len(j.Env))
+			for k := range j.Env {
+				env[k] = RedactedEnv
+			}
+			j.Env = env
+		}
+		j.Version = 1
+		in.FileJobs = append(in.FileJobs, j)
+	}
+	return in
 }
 
 // state is what the scheduler should be doing.

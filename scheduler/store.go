@@ -23,7 +23,28 @@ const (
 	JobsPath     = Root + "/jobs"
 	PausedPath   = Root + "/paused"
 	TriggersPath = Root + "/triggers"
+	// SchedulersPath holds one EPHEMERAL node per running scheduler,
+	// <host>-<pid>, whose data is its SchedulerInfo. Schedulers write
+	// it and never act on it; ctl reads it.
+	SchedulersPath = Root + "/schedulers"
 )
+
+// RedactedEnv stands for the value of an environment variable of a file
+// job in what a scheduler publishes.
+const RedactedEnv = "(set in the jobs file)"
+
+// SchedulerInfo is what a running scheduler publishes about itself at
+// SchedulersPath/<host>-<pid>.
+type SchedulerInfo struct {
+	Version  int       `json:"version"`
+	Host     string    `json:"host"`
+	PID      int       `json:"pid"`
+	Started  time.Time `json:"started"`
+	JobsFile string    `json:"jobsFile,omitempty"`
+	// FileJobs are the jobs of its jobs file, each environment value
+	// replaced by RedactedEnv.
+	FileJobs []Job `json:"fileJobs"`
+}
 
 // JobPath is where a job's spec is stored.
 func JobPath(job string) string { return path.Join(JobsPath, job) }

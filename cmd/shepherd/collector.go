@@ -14,6 +14,7 @@ import (
 	"github.com/shepherd-dev/shepherd/collector"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/authflag"
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
 
 // collectorCommand is `shepherd collector`: a log collector agent and,
@@ -57,9 +58,9 @@ func applyYAMLConfig(c *cli.Context) error {
 	if path == "" {
 		return nil
 	}
-	b, err := os.ReadFile(path)
+	b, err := readInputFile(c, "config", path, boundedfile.MaxConfig)
 	if err != nil {
-		return fmt.Errorf("--config: %w", err)
+		return err
 	}
 	var kv map[string]any
 	if err := yaml.Unmarshal(b, &kv); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -48,9 +49,13 @@ the command line override the file.`,
 func coordConfig(c *cli.Context) (coord.Config, error) {
 	cfg := coord.DefaultConfig()
 	if path := c.String("config"); path != "" {
-		warnings, err := coord.LoadConfigFile(path, &cfg)
+		var warnings []string
+		err := underSignals(c, "config", path, func(ctx context.Context) (err error) {
+			warnings, err = coord.LoadConfigFile(ctx, path, &cfg)
+			return err
+		})
 		if err != nil {
-			return cfg, fmt.Errorf("--config: %w", err)
+			return cfg, err
 		}
 		for _, w := range warnings {
 			slog.Warn(w)

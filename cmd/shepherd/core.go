@@ -60,9 +60,12 @@ See docs/replication.md.`,
 func coreSettings(c *cli.Context) (core.FileConfig, error) {
 	var fc core.FileConfig
 	if path := c.String("config"); path != "" {
-		var err error
-		if fc, err = core.LoadConfigFile(path); err != nil {
-			return fc, fmt.Errorf("--config: %w", err)
+		err := underSignals(c, "config", path, func(ctx context.Context) (err error) {
+			fc, err = core.LoadConfigFile(ctx, path)
+			return err
+		})
+		if err != nil {
+			return fc, err
 		}
 	}
 	use := func(name string, unset bool) bool { return c.IsSet(name) || unset }

@@ -5,7 +5,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -31,6 +33,11 @@ func main() {
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
+		var st *stopped
+		if errors.As(err, &st) {
+			slog.Info("stopped before starting", "reason", err.Error())
+			return
+		}
 		fmt.Fprintln(os.Stderr, "shepherd:", err)
 		os.Exit(1)
 	}

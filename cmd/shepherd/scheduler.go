@@ -6,9 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/authflag"
+	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -47,15 +45,15 @@ and take over if it dies. Jobs come from --jobs (YAML) and from /scheduler/jobs
 func runScheduler(c *cli.Context) error {
 	var jobs []scheduler.Job
 	if path := c.String("jobs"); path != "" {
-		data, err := os.ReadFile(path)
+		data, err := readInputFile(c, "jobs", path, boundedfile.MaxConfig)
 		if err != nil {
-			return fmt.Errorf("--jobs: %w", err)
+			return err
 		}
 		if jobs, err = scheduler.ParseJobs(data); err != nil {
 			return fmt.Errorf("--jobs %s: %w", path, err)
 		}
 	}
-	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext(c)
 	defer stop()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -72,6 +70,7 @@ func runScheduler(c *cli.Context) error {
 	reg := prometheus.NewRegistry()
 	sc, err := scheduler.New(s, scheduler.Options{
 		Jobs:       jobs,
+		JobsFile:   c.String("jobs"),
 		Host:       c.String("host"),
 		LogDir:     c.String("log-dir"),
 		Logger:     slog.Default(),
