@@ -45,13 +45,15 @@ type applier struct {
 	sess *targetSession
 	meta metaCache
 
-	pend     pendingStmts
-	openRows int      // rows applied in the open target transaction
-	openTxns int      // complete source transactions in it
-	openEnd  Position // end of the last complete one
-	openTS   uint32
-	partial  bool     // a source transaction is half applied
-	curStart Position // start of the source transaction being applied
+	pend pendingStmts
+	// keyBefore and keyAfter are sameKey's buffers, kept between calls.
+	keyBefore, keyAfter []byte
+	openRows            int      // rows applied in the open target transaction
+	openTxns            int      // complete source transactions in it
+	openEnd             Position // end of the last complete one
+	openTS              uint32
+	partial             bool     // a source transaction is half applied
+	curStart            Position // start of the source transaction being applied
 
 	// ddlPending is the checkpoint's DDL marker when Run started: the DDL
 	// of that source transaction may already have run on the target.
@@ -220,7 +222,7 @@ func (a *applier) update(ctx context.Context, m *tableMeta, rows [][]any) error 
 		return nil
 	}
 	for i := 0; i+1 < len(rows); i += 2 {
-		same, err := sameKey(m, rows[i], rows[i+1])
+		same, err := a.sameKey(m, rows[i], rows[i+1])
 		if err != nil {
 			return err
 		}
@@ -238,21 +240,15 @@ func (a *applier) update(ctx context.Context, m *tableMeta, rows [][]any) error 
 	return nil
 }
 
-func sameKey(m *tableMeta, before, after []any) (bool, error) {
-	var x, y []byte
+func (a *applier) sameKey(m *tableMeta, before, after []any) (bool, error) {
 	var err error
-	for _, k := range m.key {
-		if x, err = appendLiteral(x[:0], &m.cols[k], before[k], false); err != nil {
-			return false, err
-		}
-		if y, err = appendLiteral(y[:0], &m.cols[k], after[k], false); err != nil {
-			return false, err
-		}
-		if !bytes.Equal(x, y) {
-			return false, nil
-		}
+	if a.keyBefore, err = rowKey(a.keyBefore[:0], m, before); err != nil {
+		return false, err
 	}
-	return true, nil
+	if a.keyAfter, err = rowKey(a.keyAfter[:0], m, after); err != nil {
+		return false, err
+	}
+	return bytes.Equal(a.keyBefore, a.keyAfter), nil
 }
 
 // addRow adds a row to a REPLACE (keyed table) or INSERT (keyless).

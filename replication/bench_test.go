@@ -57,6 +57,9 @@ import (
 //   - write_only: a quarter as many transactions of sysbench's
 //     oltp_write_only shape — two UPDATEs, a DELETE and an INSERT by key.
 //
+// SHEPHERD_BENCH_BATCH_ROWS sets the replicator's Config.BatchRows (1:
+// every source transaction committed on its own).
+//
 // Metrics, medians over the rounds: rows/s of each applier, the
 // replicator's ratio to each native mode (median of the per-round ratios;
 // above 1 means faster), and CPU-seconds per million row changes — of the
@@ -219,7 +222,8 @@ func benchPair(b *testing.B, source *testpeer.MariaDB, task string, s benchSetup
 	target = testpeer.StartMariaDB(b, opts)
 	native = testpeer.StartMariaDB(b, opts)
 	cfg := Config{Task: task, Source: endpoint(source), Target: endpoint(target), Include: []string{benchDB},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		BatchRows: envInt(b, "SHEPHERD_BENCH_BATCH_ROWS", DefaultBatchRows),
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	return target, native, openReplicator(b, cfg)
 }
 
