@@ -206,12 +206,14 @@ func median[T any](xs []T, f func(T) float64) float64 {
 }
 
 // benchServers starts the three servers of the steady-lag benchmark — a
-// source, a target for the replicator, and a native replica, all durable
-// with log_slave_updates on so that both appliers write their own binlog —
-// and opens a replicator for task from the source to the target.
+// source, a target for the replicator, and a native replica, all with
+// log_slave_updates on so that both appliers write their own binlog, and
+// innodb_flush_log_at_trx_commit=1 — and opens a replicator for task from
+// the source to the target.
 func benchServers(b *testing.B, task string) (source, target, native *testpeer.MariaDB, r *Replicator) {
-	source = testpeer.StartMariaDB(b, testpeer.MariaDBOptions{ExtraArgs: benchSourceArgs})
-	target, native, r = benchPair(b, source, task, benchSetups[0])
+	s := benchSetup{"lag", []string{"--log-slave-updates=ON", "--innodb-buffer-pool-size=256M"}}
+	source = testpeer.StartMariaDB(b, testpeer.MariaDBOptions{ExtraArgs: s.args})
+	target, native, r = benchPair(b, source, task, s)
 	return source, target, native, r
 }
 
