@@ -66,7 +66,8 @@ import (
 // benchmark process (the replicator; the rest of the process idles) and
 // its target, and of the native replica's server — read from
 // /proc/<pid>/stat before and after the measured window. The log has
-// every round's numbers, for the spread.
+// the spread, then every round's numbers, and with -test.v or
+// SHEPHERD_BENCH_PROFILE each run's server counters.
 func BenchmarkApply(b *testing.B) {
 	why, ok := testpeer.MariaDBAvailable()
 	testpeer.Require(b, "MariaDB", ok, why)
@@ -150,15 +151,35 @@ func benchApply(b *testing.B, w benchWorkload, rounds int, source, target, nativ
 		{"native4", func() applierRun { return timeNative(b, source, native, start, end, 4) }},
 	}
 	runs := map[string][]applierRun{}
+	var details []string
 	for i := 0; i < b.N*rounds; i++ {
 		for j := range appliers {
 			a := appliers[(i+j)%len(appliers)]
 			res := a.run()
 			runs[a.name] = append(runs[a.name], res)
-			b.Logf("round %d %s: %.2f s, %.0f rows/s, CPU-s per million rows: core %.2f, server %.2f",
+			details = append(details, fmt.Sprintf("round %d %s: %.2f s, %.0f rows/s, CPU-s per million rows: core %.2f, server %.2f",
 				i+1, a.name, res.elapsed.Seconds(), float64(w.rows)/res.elapsed.Seconds(),
-				perMillion(res.core, w.rows), perMillion(res.server, w.rows))
+				perMillion(res.core, w.rows), perMillion(res.server, w.rows)))
 		}
+	}
+	// The testing package keeps only the first lines of a benchmark's
+	// log: the spread comes first, the rounds after it.
+	for _, a := range appliers {
+		rs := runs[a.name]
+		spread := func(f func(applierRun) float64) string {
+			lo, hi := f(rs[0]), f(rs[0])
+			for _, x := range rs {
+				lo, hi = min(lo, f(x)), max(hi, f(x))
+			}
+			return fmt.Sprintf("%.4g (%.4g–%.4g)", median(rs, f), lo, hi)
+		}
+		b.Logf("%s, median (range) of %d: rows/s %s; CPU-s per million rows: core %s, server %s", a.name, len(rs),
+			spread(func(x applierRun) float64 { return float64(w.rows) / x.elapsed.Seconds() }),
+			spread(func(x applierRun) float64 { return perMillion(x.core, w.rows) }),
+			spread(func(x applierRun) float64 { return perMillion(x.server, w.rows) }))
+	}
+	for _, d := range details {
+		b.Log(d)
 	}
 	rate := func(name string) float64 {
 		return median(runs[name], func(x applierRun) float64 { return float64(w.rows) / x.elapsed.Seconds() })
@@ -483,6 +504,9 @@ func globalStatus(b *testing.B, m *testpeer.MariaDB) map[string]int64 {
 // logStatusDelta logs the counters that moved in a measured window: what
 // statements and storage-engine calls each applier cost its server.
 func logStatusDelta(b *testing.B, who string, before, after map[string]int64) {
+	if os.Getenv("SHEPHERD_BENCH_PROFILE") == "" && !testing.Verbose() {
+		return
+	}
 	var moved []string
 	for name, v := range after {
 		if d := v - before[name]; d > 0 {
