@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 )
 
@@ -16,13 +17,22 @@ const maxStatementBytes = 1 << 20
 // applier writes segments into the target. It owns one connection and at
 // most one open transaction, and is used by one goroutine.
 //
-// Statements per source transaction: row changes are merged into
-// multi-row statements (consecutive changes of one kind to one table, even
-// across the source transactions of a batch), and the checkpoint UPDATE is
-// the last statement before COMMIT. Tables with an identifying key are
-// written idempotently — REPLACE for inserts and updates, DELETE … IN for
-// deletes — so a replayed row event converges to the same row. Tables
-// without one are matched on the full row image, one row per statement.
+// Statements: the row changes of a target transaction (one or several
+// source transactions) are merged into multi-row statements, at most two
+// per keyed table — a REPLACE of every row written and a DELETE … IN of
+// every key deleted — held open side by side and executed when full or at
+// commit, and the checkpoint UPDATE is the last statement before COMMIT.
+// Merging a table's changes across other tables' changes and across
+// source transactions reorders statements, which is safe because only
+// changes to the same row must stay in order: the session runs with
+// foreign_key_checks=0, the two statements of one table never hold the
+// same key (adding a key the other holds executes that other statement
+// first), and a REPLACE removes whatever row stands in its way on any
+// unique key, as the source must already have done. Tables with an
+// identifying key are written idempotently — REPLACE for inserts and
+// updates, DELETE … IN for deletes — so a replayed row event converges to
+// the same row. Tables without one are matched on the full row image,
+// one row per statement, after the table's pending INSERT.
 type applier struct {
 	log    *slog.Logger
 	filter *filter
@@ -35,13 +45,15 @@ type applier struct {
 	sess *targetSession
 	meta metaCache
 
-	stmt     stmtBuilder
-	openRows int      // rows applied in the open target transaction
-	openTxns int      // complete source transactions in it
-	openEnd  Position // end of the last complete one
-	openTS   uint32
-	partial  bool     // a source transaction is half applied
-	curStart Position // start of the source transaction being applied
+	pend pendingStmts
+	// keyBefore and keyAfter are sameKey's buffers, kept between calls.
+	keyBefore, keyAfter []byte
+	openRows            int      // rows applied in the open target transaction
+	openTxns            int      // complete source transactions in it
+	openEnd             Position // end of the last complete one
+	openTS              uint32
+	partial             bool     // a source transaction is half applied
+	curStart            Position // start of the source transaction being applied
 
 	// ddlPending is the checkpoint's DDL marker when Run started: the DDL
 	// of that source transaction may already have run on the target.
@@ -52,12 +64,30 @@ type applier struct {
 	onCommit func(pos Position, ts uint32, rows, txns int)
 }
 
+// pendingStmts are the multi-row statements being accumulated, at most
+// one per table and kind, in the order of their first row.
+type pendingStmts struct {
+	order []*stmtBuilder
+	by    map[stmtSlot]*stmtBuilder
+	free  []*stmtBuilder // executed builders, their buffers kept for reuse
+	key   []byte         // scratch for rowKey
+}
+
+type stmtSlot struct {
+	meta *tableMeta
+	op   stmtOp
+}
+
 // stmtBuilder accumulates one multi-row statement.
 type stmtBuilder struct {
 	op   stmtOp
 	meta *tableMeta
 	buf  []byte
 	rows int
+	// keys holds the identifying keys of the rows of a table with exact
+	// keys (tableMeta.exactKey), so that a row of the same key in the
+	// table's other statement can be ordered after it.
+	keys map[string]struct{}
 }
 
 type stmtOp int
@@ -122,7 +152,7 @@ func (a *applier) flush(ctx context.Context) error {
 // abort rolls back the open transaction, if any, after a failure.
 func (a *applier) abort() {
 	a.sess.rollback()
-	a.stmt = stmtBuilder{}
+	a.pend = pendingStmts{}
 	a.openRows, a.openTxns, a.partial = 0, 0, false
 }
 
@@ -192,7 +222,7 @@ func (a *applier) update(ctx context.Context, m *tableMeta, rows [][]any) error 
 		return nil
 	}
 	for i := 0; i+1 < len(rows); i += 2 {
-		same, err := sameKey(m, rows[i], rows[i+1])
+		same, err := a.sameKey(m, rows[i], rows[i+1])
 		if err != nil {
 			return err
 		}
@@ -210,21 +240,15 @@ func (a *applier) update(ctx context.Context, m *tableMeta, rows [][]any) error 
 	return nil
 }
 
-func sameKey(m *tableMeta, before, after []any) (bool, error) {
-	var x, y []byte
+func (a *applier) sameKey(m *tableMeta, before, after []any) (bool, error) {
 	var err error
-	for _, k := range m.key {
-		if x, err = appendLiteral(x[:0], &m.cols[k], before[k], false); err != nil {
-			return false, err
-		}
-		if y, err = appendLiteral(y[:0], &m.cols[k], after[k], false); err != nil {
-			return false, err
-		}
-		if !bytes.Equal(x, y) {
-			return false, nil
-		}
+	if a.keyBefore, err = rowKey(a.keyBefore[:0], m, before); err != nil {
+		return false, err
 	}
-	return true, nil
+	if a.keyAfter, err = rowKey(a.keyAfter[:0], m, after); err != nil {
+		return false, err
+	}
+	return bytes.Equal(a.keyBefore, a.keyAfter), nil
 }
 
 // addRow adds a row to a REPLACE (keyed table) or INSERT (keyless).
@@ -233,10 +257,10 @@ func (a *applier) addRow(ctx context.Context, m *tableMeta, row []any) error {
 	if m.key == nil {
 		op = opInsert
 	}
-	if err := a.want(ctx, op, m); err != nil {
+	s, err := a.want(ctx, op, m, row)
+	if err != nil {
 		return err
 	}
-	s := &a.stmt
 	if s.rows == 0 {
 		if op == opReplace {
 			s.buf = append(s.buf, "REPLACE INTO "...)
@@ -255,7 +279,6 @@ func (a *applier) addRow(ctx context.Context, m *tableMeta, row []any) error {
 	} else {
 		s.buf = append(s.buf, ",("...)
 	}
-	var err error
 	for i, c := range m.written {
 		if i > 0 {
 			s.buf = append(s.buf, ',')
@@ -265,14 +288,14 @@ func (a *applier) addRow(ctx context.Context, m *tableMeta, row []any) error {
 		}
 	}
 	s.buf = append(s.buf, ')')
-	return a.rowAdded(ctx)
+	return a.rowAdded(ctx, s)
 }
 
 // deleteRow adds a row's key to a DELETE (keyed table), or deletes one
 // row matching its full image (keyless).
 func (a *applier) deleteRow(ctx context.Context, m *tableMeta, row []any) error {
 	if m.key == nil {
-		if err := a.execPending(ctx); err != nil {
+		if err := a.execTable(ctx, m); err != nil {
 			return err
 		}
 		q := append([]byte("DELETE FROM "), m.name...)
@@ -282,10 +305,10 @@ func (a *applier) deleteRow(ctx context.Context, m *tableMeta, row []any) error 
 		}
 		return a.exec(ctx, append(q, " LIMIT 1"...))
 	}
-	if err := a.want(ctx, opDelete, m); err != nil {
+	s, err := a.want(ctx, opDelete, m, row)
+	if err != nil {
 		return err
 	}
-	s := &a.stmt
 	single := len(m.key) == 1
 	switch {
 	case s.rows == 0 && single:
@@ -303,7 +326,6 @@ func (a *applier) deleteRow(ctx context.Context, m *tableMeta, row []any) error 
 	default:
 		s.buf = append(s.buf, " OR ("...)
 	}
-	var err error
 	for i, k := range m.key {
 		if !single {
 			if i > 0 {
@@ -319,13 +341,13 @@ func (a *applier) deleteRow(ctx context.Context, m *tableMeta, row []any) error 
 	if !single {
 		s.buf = append(s.buf, ')')
 	}
-	return a.rowAdded(ctx)
+	return a.rowAdded(ctx, s)
 }
 
 // updateByImage updates one row of a keyless table found by its full
 // before image.
 func (a *applier) updateByImage(ctx context.Context, m *tableMeta, before, after []any) error {
-	if err := a.execPending(ctx); err != nil {
+	if err := a.execTable(ctx, m); err != nil {
 		return err
 	}
 	q := append([]byte("UPDATE "), m.name...)
@@ -364,37 +386,119 @@ func (a *applier) appendImageMatch(q []byte, m *tableMeta, row []any) ([]byte, e
 	return q, nil
 }
 
-// want makes the pending statement one of kind op on table m, executing
-// a pending statement of another kind or table first.
-func (a *applier) want(ctx context.Context, op stmtOp, m *tableMeta) error {
-	if a.stmt.rows > 0 && (a.stmt.op != op || a.stmt.meta != m) {
-		if err := a.execPending(ctx); err != nil {
+// want returns the pending statement of kind op on table m, for row. For
+// a keyed table, a row whose key the table's other statement holds makes
+// that statement execute first, so that changes to one row stay in order;
+// when keys cannot be compared as text, any row does.
+func (a *applier) want(ctx context.Context, op stmtOp, m *tableMeta, row []any) (*stmtBuilder, error) {
+	p := &a.pend
+	var key string
+	if m.key != nil {
+		other := opReplace
+		if op == opReplace {
+			other = opDelete
+		}
+		o := p.by[stmtSlot{m, other}]
+		if m.exactKey {
+			var err error
+			if p.key, err = rowKey(p.key[:0], m, row); err != nil {
+				return nil, a.valueError(m, err)
+			}
+			key = string(p.key)
+			if o != nil {
+				if _, ok := o.keys[key]; !ok {
+					o = nil
+				}
+			}
+		}
+		// Without exact keys, any row may be the other statement's: it
+		// goes first.
+		if o != nil {
+			if err := a.execStmt(ctx, o); err != nil {
+				return nil, err
+			}
+		}
+	}
+	s := p.by[stmtSlot{m, op}]
+	if s == nil {
+		if n := len(p.free); n > 0 {
+			s, p.free = p.free[n-1], p.free[:n-1]
+		} else {
+			s = &stmtBuilder{}
+		}
+		s.op, s.meta = op, m
+		if p.by == nil {
+			p.by = map[stmtSlot]*stmtBuilder{}
+		}
+		p.by[stmtSlot{m, op}] = s
+		p.order = append(p.order, s)
+	}
+	if m.exactKey {
+		if s.keys == nil {
+			s.keys = map[string]struct{}{}
+		}
+		s.keys[key] = struct{}{}
+	}
+	return s, nil
+}
+
+// rowKey appends the identifying key of row, as literals.
+func rowKey(b []byte, m *tableMeta, row []any) ([]byte, error) {
+	var err error
+	for _, k := range m.key {
+		if b, err = appendLiteral(b, &m.cols[k], row[k], false); err != nil {
+			return b, err
+		}
+		b = append(b, 0)
+	}
+	return b, nil
+}
+
+func (a *applier) rowAdded(ctx context.Context, s *stmtBuilder) error {
+	s.rows++
+	if len(s.buf) >= maxStatementBytes {
+		return a.execStmt(ctx, s)
+	}
+	return nil
+}
+
+// execPending executes every pending statement, in the order of their
+// first rows.
+func (a *applier) execPending(ctx context.Context) error {
+	for len(a.pend.order) > 0 {
+		if err := a.execStmt(ctx, a.pend.order[0]); err != nil {
 			return err
 		}
 	}
-	a.stmt.op, a.stmt.meta = op, m
 	return nil
 }
 
-func (a *applier) rowAdded(ctx context.Context) error {
-	a.stmt.rows++
-	if len(a.stmt.buf) >= maxStatementBytes {
-		return a.execPending(ctx)
+// execTable executes the pending statements of table m.
+func (a *applier) execTable(ctx context.Context, m *tableMeta) error {
+	for _, op := range []stmtOp{opInsert, opReplace, opDelete} {
+		if s := a.pend.by[stmtSlot{m, op}]; s != nil {
+			if err := a.execStmt(ctx, s); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-// execPending executes the statement being accumulated, if any.
-func (a *applier) execPending(ctx context.Context) error {
-	s := &a.stmt
-	if s.rows == 0 {
-		return nil
-	}
+// execStmt queues the pending statement s and retires it.
+func (a *applier) execStmt(ctx context.Context, s *stmtBuilder) error {
+	p := &a.pend
 	if s.op == opDelete && len(s.meta.key) == 1 {
 		s.buf = append(s.buf, ')')
 	}
 	err := a.exec(ctx, s.buf)
+	delete(p.by, stmtSlot{s.meta, s.op})
+	if i := slices.Index(p.order, s); i >= 0 {
+		p.order = slices.Delete(p.order, i, i+1)
+	}
 	s.buf, s.rows, s.op, s.meta = s.buf[:0], 0, opNone, nil
+	clear(s.keys)
+	p.free = append(p.free, s)
 	return err
 }
 

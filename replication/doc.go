@@ -28,6 +28,10 @@
 // Config.BatchRows rows) while the reader has more ready; a source
 // transaction is never split between target transactions, and one larger
 // than Config.MaxTxnRows is streamed into a single target transaction.
+// BatchRows 1 commits every source transaction on its own, for readers
+// that must see each one. Within a target transaction the row changes of
+// a keyed table merge into one REPLACE and one DELETE, changes to the
+// same key kept in order.
 //
 // # Exactly once
 //

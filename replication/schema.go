@@ -34,6 +34,11 @@ type tableMeta struct {
 	// the first unique key whose columns are all NOT NULL (what InnoDB
 	// would use). Nil means none: rows are matched by their full image.
 	key []int
+	// exactKey says that two key values are the same key exactly when
+	// their literals are the same text (integers, decimals, temporal
+	// values), as opposed to strings under a collation, where 'a' and
+	// 'A ' can be one key, or floats (0 and -0).
+	exactKey bool
 	// written lists the columns written by INSERT/REPLACE/UPDATE: all but
 	// the generated ones.
 	written []int
@@ -88,6 +93,14 @@ func loadTableMeta(ctx context.Context, q queryer, db, table string) (*tableMeta
 	}
 	if m.key, err = loadKey(ctx, q, m, byName, notNull); err != nil {
 		return nil, err
+	}
+	m.exactKey = m.key != nil
+	for _, k := range m.key {
+		switch m.cols[k].dataType {
+		case "tinyint", "smallint", "mediumint", "int", "bigint", "decimal", "numeric", "date", "datetime", "timestamp", "time", "year":
+		default:
+			m.exactKey = false
+		}
 	}
 	return m, nil
 }
