@@ -33,6 +33,15 @@ type Config struct {
 	// jute.maxbuffer). A larger one closes that connection. It may not
 	// exceed MaxRequestBytesLimit: a write must fit in one log record.
 	MaxRequestBytes int
+	// MaxQueuedBytes bounds what one connection may owe a client that does
+	// not read: the encoded bytes of every reply and watch event queued for
+	// it and not yet written to its socket, whether still waiting for its
+	// batch's fsync or already in the send queue. A connection that would
+	// owe more is closed: one slow client must not hold the memory of the
+	// server hostage. ZooKeeper has no such bound (its queue grows until the
+	// JVM runs out of heap); the default, 64 MiB, is 64 replies of the
+	// largest default znode.
+	MaxQueuedBytes int64
 	// HandshakeTimeout is how long a new connection may take to send its
 	// connect request (or four-letter word) before it is closed; ZooKeeper's
 	// zookeeper.nio.sessionlessCnxnTimeout, 10 s.
@@ -77,6 +86,7 @@ func DefaultConfig() Config {
 		SnapCount:                100000,
 		MaxClientConns:           60,
 		MaxRequestBytes:          0xfffff, // ZooKeeper's jute.maxbuffer default: 1 MiB less one byte
+		MaxQueuedBytes:           64 << 20,
 		HandshakeTimeout:         10 * time.Second,
 		FourLetterWords:          []string{"srvr"},
 		AutopurgeSnapRetainCount: 3,
@@ -120,6 +130,11 @@ func (c *Config) normalize() error {
 	if c.MaxRequestBytes <= 0 || c.MaxRequestBytes > MaxRequestBytesLimit {
 		return fmt.Errorf("%w: max-request-bytes (jute.maxbuffer): must be 1..%d (the transaction log's record limit less 1 MiB), got %d",
 			ErrConfig, MaxRequestBytesLimit, c.MaxRequestBytes)
+	}
+	if c.MaxQueuedBytes < int64(c.MaxRequestBytes) {
+		// A getData reply carries up to MaxRequestBytes of data.
+		return fmt.Errorf("%w: max-queued-bytes %d is below max-request-bytes %d: the largest reply would close its connection",
+			ErrConfig, c.MaxQueuedBytes, c.MaxRequestBytes)
 	}
 	if c.HandshakeTimeout <= 0 {
 		return fmt.Errorf("%w: handshake-timeout: must be positive, got %v", ErrConfig, c.HandshakeTimeout)

@@ -22,6 +22,7 @@ type fileConfig struct {
 	SnapCount                *int           `yaml:"snap-count"`
 	MaxClientConns           *int           `yaml:"max-client-conns"`
 	MaxRequestBytes          *int           `yaml:"max-request-bytes"`
+	MaxQueuedBytes           *int64         `yaml:"max-queued-bytes"`
 	HandshakeTimeout         *time.Duration `yaml:"handshake-timeout"`
 	AdminListen              *string        `yaml:"admin-listen"`
 	AdminPprof               *bool          `yaml:"admin-pprof"`
@@ -66,6 +67,7 @@ func LoadConfigFile(path string, cfg *Config) (warnings []string, err error) {
 	setIf(&cfg.SnapCount, y.SnapCount)
 	setIf(&cfg.MaxClientConns, y.MaxClientConns)
 	setIf(&cfg.MaxRequestBytes, y.MaxRequestBytes)
+	setIf(&cfg.MaxQueuedBytes, y.MaxQueuedBytes)
 	setIf(&cfg.HandshakeTimeout, y.HandshakeTimeout)
 	setIf(&cfg.AdminListen, y.AdminListen)
 	setIf(&cfg.AdminPprof, y.AdminPprof)

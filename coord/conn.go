@@ -14,15 +14,6 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/proto"
 )
 
-// maxQueuedBytes bounds what a connection may owe a client that does not
-// read: the encoded bytes of every reply and watch event queued for it and
-// not yet written to its socket, whether still waiting for its batch's
-// fsync or already in the send queue. Past it the connection is closed: one
-// slow client must not hold the pipeline, or the memory of the server,
-// hostage. ZooKeeper has no such bound (its queue grows until the JVM runs
-// out of heap); 64 MiB is 64 replies of the largest znode.
-const maxQueuedBytes = 64 << 20
-
 // conn is one client TCP connection. Its reader goroutine decodes packets
 // and submits them to the pipeline; its writer goroutine drains the send
 // queue the syncer fills.
@@ -44,7 +35,7 @@ type conn struct {
 	dead      bool // refused or closed: drop further requests
 
 	// owed is the encoded size of the frames queued for this connection and
-	// not yet written (see maxQueuedBytes). The pipeline adds, the writer
+	// not yet written (see Config.MaxQueuedBytes). The pipeline adds, the writer
 	// subtracts.
 	owed atomic.Int64
 
@@ -259,9 +250,9 @@ func (c *conn) decode(buf []byte, handshake bool) (*request, error) {
 
 // owe reserves n bytes of the outbound bound for a frame about to be
 // queued. It fails, reserving nothing, when the connection would owe more
-// than maxQueuedBytes.
+// than Config.MaxQueuedBytes.
 func (c *conn) owe(n int) bool {
-	if c.owed.Add(int64(n)) > maxQueuedBytes {
+	if c.owed.Add(int64(n)) > c.s.cfg.MaxQueuedBytes {
 		c.owed.Add(-int64(n))
 		return false
 	}

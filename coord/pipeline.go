@@ -180,7 +180,7 @@ func (p *pipeline) flush() {
 }
 
 // out queues a packet for c, to be sent once the current batch is durable.
-// A connection that would then owe its client more than maxQueuedBytes is
+// A connection that would then owe its client more than Config.MaxQueuedBytes is
 // closed instead: its client is not reading.
 func (p *pipeline) out(c *conn, m outMsg) {
 	select {
@@ -191,7 +191,7 @@ func (p *pipeline) out(c *conn, m outMsg) {
 	f := m.encode()
 	if !c.owe(len(f.b)) {
 		p.s.log.Warn("client is not reading its replies and events; closing its connection",
-			"remote", c.remote, "owed_bytes", c.owed.Load(), "max_bytes", maxQueuedBytes)
+			"remote", c.remote, "owed_bytes", c.owed.Load(), "max_bytes", p.s.cfg.MaxQueuedBytes)
 		p.s.metrics.slowClientsClosed.Inc()
 		c.dead = true
 		c.close()

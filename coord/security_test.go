@@ -1,6 +1,7 @@
 package coord
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,7 @@ import (
 // heapPeak samples the heap in use until stop is called, which returns the
 // largest sample. The attack tests compare it with the heap before the
 // attack: what the server retains for a client that does not read must be
-// bounded by maxQueuedBytes, not by what the client asks for.
+// bounded by Config.MaxQueuedBytes, not by what the client asks for.
 func heapPeak() (stop func() uint64) {
 	var peak atomic.Uint64
 	done := make(chan struct{})
@@ -99,6 +100,7 @@ func flood(nc net.Conn, op proto.OpCode, body proto.Record, n int) {
 func TestNonReadingClientIsClosed(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.NoSync = true
+	cfg.MaxSessionTimeout = 10 * time.Minute // the reader stops touching the session while the pipeline is busy
 	srv := startServer(t, cfg)
 	c := connect(t, srv.Addr(), 10*time.Second)
 	if _, err := c.Create("/big", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -116,7 +118,7 @@ func TestNonReadingClientIsClosed(t *testing.T) {
 
 	base := heapInuse()
 	stop := heapPeak()
-	rc := dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)})
+	rc := dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 600000, Passwd: make([]byte, 16)})
 	// 6,000 replies of ~150 KB each: 900 MB if nothing bounded them.
 	flood(rc.nc, proto.OpGetChildren, &proto.GetChildrenRequest{Path: "/big"}, 6000)
 	checkFor(t, 60*time.Second, 20*time.Millisecond, func() error {
@@ -138,15 +140,17 @@ func TestNonReadingClientIsClosed(t *testing.T) {
 
 // TestNonReadingRecursiveWatcherIsClosed: a persistent recursive watch on
 // the root whose client never reads, while 200,000 events are generated
-// (issue 9: 33 MB grew to 1.56 GB), is disconnected at 64 MiB owed.
+// (issue 9: 33 MB grew to 1.56 GB), is disconnected once it is owed
+// MaxQueuedBytes. The bound is lowered to 8 MiB so that 200,000 small
+// events (20 MB) exceed it without the test writing gigabytes to the log.
 func TestNonReadingRecursiveWatcherIsClosed(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.NoSync = true
-	cfg.MaxSessionTimeout = time.Minute // the watcher sends no pings
+	cfg.MaxQueuedBytes = 8 << 20
+	cfg.MaxSessionTimeout = 10 * time.Minute // the watcher sends no pings
 	srv := startServer(t, cfg)
 	c := connect(t, srv.Addr(), 10*time.Second)
-	// Long paths make each event ~4 KB: 200,000 of them are 800 MB.
-	dir := "/" + strings.Repeat("d", 4000)
+	dir := "/" + strings.Repeat("d", 60) // ~100-byte events
 	if _, err := c.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -159,12 +163,12 @@ func TestNonReadingRecursiveWatcherIsClosed(t *testing.T) {
 
 	base := heapInuse()
 	stop := heapPeak()
-	rc := dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)})
+	rc := dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 600000, Passwd: make([]byte, 16)})
 	if h, _ := rc.call(proto.OpAddWatch, &proto.AddWatchRequest{Path: "/", Mode: proto.AddWatchPersistentRecursive}); h.Err != proto.ErrOK {
 		t.Fatalf("addWatch: %v", h.Err)
 	}
 	// From here on the watcher never reads.
-	const events, perMulti = 200000, 100
+	const events, perMulti = 200000, 1000
 	for i := 0; i < events; i += perMulti {
 		ops := make([]any, 0, perMulti)
 		for j := range perMulti {
@@ -271,24 +275,22 @@ func TestRequestLimitAboveLogRecordRefused(t *testing.T) {
 func TestLargestRequestSurvivesRestart(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.MaxRequestBytes = MaxRequestBytesLimit
+	cfg.MaxSessionTimeout = 10 * time.Minute // the raw client sends no pings
 	srv := startServer(t, cfg)
 	c := connect(t, srv.Addr(), 10*time.Second)
 	if _, err := c.Create("/huge", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
-	rc := dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)})
 	// The packet: xid and op (8), path (4+5), data (4+n), version (4).
-	data := make([]byte, MaxRequestBytesLimit-8-9-4-4)
-	for i := range data {
-		data[i] = byte(i)
-	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), MaxRequestBytesLimit/16)[:MaxRequestBytesLimit-8-9-4-4]
+	rc := dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 600000, Passwd: make([]byte, 16)})
 	if h, _ := rc.call(proto.OpSetData, &proto.SetDataRequest{Path: "/huge", Data: data, Version: -1}); h.Err != proto.ErrOK {
 		t.Fatalf("setData of %d bytes: %v", len(data), h.Err)
 	}
 	srv.Close()
 	srv = startServer(t, cfg)
-	rc = dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)})
+	rc = dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 600000, Passwd: make([]byte, 16)})
 	h, d := rc.call(proto.OpGetData, &proto.GetDataRequest{Path: "/huge"})
 	var got proto.GetDataResponse
 	mustDecode(t, d, &got)
