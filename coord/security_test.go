@@ -24,34 +24,63 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/proto"
 )
 
-// heapPeak samples the heap in use until stop is called, which returns the
-// largest sample. The attack tests compare it with the heap before the
-// attack: what the server retains for a client that does not read must be
-// bounded by Config.MaxQueuedBytes, not by what the client asks for.
-func heapPeak() (stop func() uint64) {
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
+// attack measures the server while a client that does not read is served:
+// what the server retains for it must be bounded by Config.MaxQueuedBytes,
+// not by what the client asks for.
+type attack struct {
+	srv  *Server
+	base uint64 // heap in use before the attack, after a collection
+	peak atomic.Uint64
+	done chan struct{}
+	stop sync.Once
+	wg   sync.WaitGroup
+}
+
+// startAttack samples the heap in use until the test ends or
+// closedWithBoundedHeap is called.
+func startAttack(t *testing.T, srv *Server) *attack {
+	a := &attack{srv: srv, base: heapInuse(), done: make(chan struct{})}
+	a.wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer a.wg.Done()
 		var ms runtime.MemStats
 		for {
 			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
+			if ms.HeapInuse > a.peak.Load() {
+				a.peak.Store(ms.HeapInuse)
 			}
 			select {
-			case <-done:
+			case <-a.done:
 				return
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
 	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		return peak.Load()
+	t.Cleanup(a.stopSampling)
+	return a
+}
+
+func (a *attack) stopSampling() {
+	a.stop.Do(func() { close(a.done) })
+	a.wg.Wait()
+}
+
+// closedWithBoundedHeap waits until the server has closed one connection
+// for not reading, then fails the test if the heap grew by more than
+// attackHeapBound meanwhile.
+func (a *attack) closedWithBoundedHeap(t *testing.T) {
+	t.Helper()
+	checkFor(t, 60*time.Second, 20*time.Millisecond, func() error {
+		if n := counterValue(a.srv.metrics.slowClientsClosed); n != 1 {
+			return fmt.Errorf("%v connections closed for not reading, want 1", n)
+		}
+		return nil
+	})
+	a.stopSampling()
+	peak := a.peak.Load()
+	t.Logf("heap before %d MiB, peak %d MiB", a.base>>20, peak>>20)
+	if peak > a.base+attackHeapBound {
+		t.Errorf("heap grew from %d MiB to %d MiB while a client did not read; want under %d MiB more", a.base>>20, peak>>20, attackHeapBound>>20)
 	}
 }
 
@@ -116,22 +145,11 @@ func TestNonReadingClientIsClosed(t *testing.T) {
 		}
 	}
 
-	base := heapInuse()
-	stop := heapPeak()
+	attack := startAttack(t, srv)
 	rc := dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 600000, Passwd: make([]byte, 16)})
 	// 6,000 replies of ~150 KB each: 900 MB if nothing bounded them.
 	flood(rc.nc, proto.OpGetChildren, &proto.GetChildrenRequest{Path: "/big"}, 6000)
-	checkFor(t, 60*time.Second, 20*time.Millisecond, func() error {
-		if n := counterValue(srv.metrics.slowClientsClosed); n != 1 {
-			return fmt.Errorf("%v connections closed for not reading, want 1", n)
-		}
-		return nil
-	})
-	peak := stop()
-	t.Logf("heap before %d MiB, peak %d MiB", base>>20, peak>>20)
-	if peak > base+attackHeapBound {
-		t.Errorf("heap grew from %d MiB to %d MiB while a client did not read; want under %d MiB more", base>>20, peak>>20, attackHeapBound>>20)
-	}
+	attack.closedWithBoundedHeap(t)
 	// Other clients are served as before.
 	if _, _, err := c.Children("/big"); err != nil {
 		t.Fatalf("another client after the slow one was closed: %v", err)
@@ -161,8 +179,7 @@ func TestNonReadingRecursiveWatcherIsClosed(t *testing.T) {
 		}
 	}
 
-	base := heapInuse()
-	stop := heapPeak()
+	attack := startAttack(t, srv)
 	rc := dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 600000, Passwd: make([]byte, 16)})
 	if h, _ := rc.call(proto.OpAddWatch, &proto.AddWatchRequest{Path: "/", Mode: proto.AddWatchPersistentRecursive}); h.Err != proto.ErrOK {
 		t.Fatalf("addWatch: %v", h.Err)
@@ -178,17 +195,7 @@ func TestNonReadingRecursiveWatcherIsClosed(t *testing.T) {
 			t.Fatalf("multi %d: %v", i/perMulti, err)
 		}
 	}
-	checkFor(t, 60*time.Second, 20*time.Millisecond, func() error {
-		if n := counterValue(srv.metrics.slowClientsClosed); n != 1 {
-			return fmt.Errorf("%v connections closed for not reading, want 1", n)
-		}
-		return nil
-	})
-	peak := stop()
-	t.Logf("heap before %d MiB, peak %d MiB", base>>20, peak>>20)
-	if peak > base+attackHeapBound {
-		t.Errorf("heap grew from %d MiB to %d MiB while a watcher did not read; want under %d MiB more", base>>20, peak>>20, attackHeapBound>>20)
-	}
+	attack.closedWithBoundedHeap(t)
 	rc.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if _, err := io.Copy(io.Discard, rc.nc); err != nil && !errors.Is(err, net.ErrClosed) && !isReset(err) {
 		t.Fatalf("reading the closed watcher's connection: %v", err)
