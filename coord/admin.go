@@ -16,7 +16,8 @@ import (
 //	/metrics            Prometheus metrics
 //	/health             200 "ok" while the server accepts requests
 //	/commands/<word>    a four-letter word's answer (whitelist applies)
-//	/debug/pprof/       Go profiles (the admin address is for operators only)
+//	/debug/pprof/       Go profiles, only with AdminPprof: they expose memory
+//	                    contents and stacks, and the endpoint has no login
 func (s *Server) startAdmin() error {
 	ln, err := net.Listen("tcp", s.cfg.AdminListen)
 	if err != nil {
@@ -48,9 +49,12 @@ func (s *Server) startAdmin() error {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, s.fourLetter(word))
 	})
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if s.cfg.AdminPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		s.log.Warn("serving Go profiles without authentication", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
+	}
 	s.adminLn = ln
 	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.run(func() {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/coord/wal"
 )
 
 // Config is everything `shepherd coord` can be told. The zero value is not
@@ -28,11 +30,36 @@ type Config struct {
 	// MaxClientConns limits concurrent connections from one IP; 0 is no limit.
 	MaxClientConns int
 	// MaxRequestBytes is the largest packet accepted (ZooKeeper's
-	// jute.maxbuffer). A larger one closes that connection.
+	// jute.maxbuffer). A larger one closes that connection. It may not
+	// exceed MaxRequestBytesLimit: a write must fit in one log record.
 	MaxRequestBytes int
-	// AdminListen, if set, serves /metrics (Prometheus) and /health over HTTP.
+	// MaxQueuedBytes bounds what one connection may owe a client that does
+	// not read: the encoded bytes of every reply and watch event queued for
+	// it and not yet written to its socket, whether still waiting for its
+	// batch's fsync or already in the send queue. A connection that would
+	// owe more is closed: one slow client must not hold the memory of the
+	// server hostage. ZooKeeper has no such bound (its queue grows until the
+	// JVM runs out of heap); the default, 64 MiB, is 64 replies of the
+	// largest default znode.
+	MaxQueuedBytes int64
+	// HandshakeTimeout is how long a new connection may take to send its
+	// connect request (or four-letter word) before it is closed; ZooKeeper's
+	// zookeeper.nio.sessionlessCnxnTimeout, 10 s.
+	HandshakeTimeout time.Duration
+	// AdminListen, if set, serves /metrics (Prometheus), /health and
+	// /commands/<word> over HTTP.
 	AdminListen string
+	// AdminPprof adds Go's /debug/pprof/ profiles to the admin HTTP server.
+	// Off by default: profiles show memory and goroutine stacks to anyone
+	// who can reach AdminListen.
+	AdminPprof bool
+	// AdminAuthFile is where the generated admin credential lives (see
+	// ensureAdminAuth); empty means <DataDir>/admin.auth.
+	AdminAuthFile string
 	// FourLetterWords lists the enabled four-letter words; "*" enables all.
+	// The default is "srvr" alone, as in ZooKeeper 3.5 and later: the
+	// others reveal session ids, client addresses, paths and the
+	// environment to anyone who can connect.
 	FourLetterWords []string
 	// SuperDigest is "super:<base64 sha1>" as in ZooKeeper's
 	// zookeeper.DigestAuthenticationProvider.superDigest; a client that
@@ -59,13 +86,23 @@ func DefaultConfig() Config {
 		SnapCount:                100000,
 		MaxClientConns:           60,
 		MaxRequestBytes:          0xfffff, // ZooKeeper's jute.maxbuffer default: 1 MiB less one byte
-		FourLetterWords:          []string{"srvr", "stat", "ruok", "mntr", "conf", "envi", "isro", "cons", "wchs", "dump"},
+		MaxQueuedBytes:           64 << 20,
+		HandshakeTimeout:         10 * time.Second,
+		FourLetterWords:          []string{"srvr"},
 		AutopurgeSnapRetainCount: 3,
 	}
 }
 
 // ErrConfig reports an invalid configuration value.
 var ErrConfig = errors.New("coord: invalid config")
+
+// MaxRequestBytesLimit is the largest MaxRequestBytes accepted. A request
+// becomes one transaction log record, and the log refuses records over
+// wal.MaxRecordBytes; the margin covers what a transaction adds to its
+// request (header, stat, the node's ACL). A larger limit would let one
+// client write a record the log cannot hold, which stops the server, and
+// again at every restart.
+const MaxRequestBytesLimit = wal.MaxRecordBytes - 1<<20
 
 // normalize fills derived defaults and validates c, naming the bad field.
 func (c *Config) normalize() error {
@@ -90,8 +127,17 @@ func (c *Config) normalize() error {
 	if c.SnapCount <= 0 {
 		return fmt.Errorf("%w: snap-count: must be positive, got %d", ErrConfig, c.SnapCount)
 	}
-	if c.MaxRequestBytes <= 0 {
-		return fmt.Errorf("%w: max-request-bytes: must be positive, got %d", ErrConfig, c.MaxRequestBytes)
+	if c.MaxRequestBytes <= 0 || c.MaxRequestBytes > MaxRequestBytesLimit {
+		return fmt.Errorf("%w: max-request-bytes (jute.maxbuffer): must be 1..%d (the transaction log's record limit less 1 MiB), got %d",
+			ErrConfig, MaxRequestBytesLimit, c.MaxRequestBytes)
+	}
+	if c.MaxQueuedBytes < int64(c.MaxRequestBytes) {
+		// A getData reply carries up to MaxRequestBytes of data.
+		return fmt.Errorf("%w: max-queued-bytes %d is below max-request-bytes %d: the largest reply would close its connection",
+			ErrConfig, c.MaxQueuedBytes, c.MaxRequestBytes)
+	}
+	if c.HandshakeTimeout <= 0 {
+		return fmt.Errorf("%w: handshake-timeout: must be positive, got %v", ErrConfig, c.HandshakeTimeout)
 	}
 	if c.MaxClientConns < 0 {
 		return fmt.Errorf("%w: max-client-conns: must be 0 (no limit) or positive, got %d", ErrConfig, c.MaxClientConns)

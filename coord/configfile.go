@@ -25,7 +25,11 @@ type fileConfig struct {
 	SnapCount                *int           `yaml:"snap-count"`
 	MaxClientConns           *int           `yaml:"max-client-conns"`
 	MaxRequestBytes          *int           `yaml:"max-request-bytes"`
+	MaxQueuedBytes           *int64         `yaml:"max-queued-bytes"`
+	HandshakeTimeout         *time.Duration `yaml:"handshake-timeout"`
 	AdminListen              *string        `yaml:"admin-listen"`
+	AdminPprof               *bool          `yaml:"admin-pprof"`
+	AdminAuthFile            *string        `yaml:"admin-auth-file"`
 	FourLetterWords          []string       `yaml:"4lw"`
 	SuperDigest              *string        `yaml:"super-digest"`
 	AutopurgeSnapRetainCount *int           `yaml:"autopurge-snap-retain-count"`
@@ -66,7 +70,11 @@ func LoadConfigFile(ctx context.Context, path string, cfg *Config) (warnings []s
 	setIf(&cfg.SnapCount, y.SnapCount)
 	setIf(&cfg.MaxClientConns, y.MaxClientConns)
 	setIf(&cfg.MaxRequestBytes, y.MaxRequestBytes)
+	setIf(&cfg.MaxQueuedBytes, y.MaxQueuedBytes)
+	setIf(&cfg.HandshakeTimeout, y.HandshakeTimeout)
 	setIf(&cfg.AdminListen, y.AdminListen)
+	setIf(&cfg.AdminPprof, y.AdminPprof)
+	setIf(&cfg.AdminAuthFile, y.AdminAuthFile)
 	setIf(&cfg.SuperDigest, y.SuperDigest)
 	setIf(&cfg.AutopurgeSnapRetainCount, y.AutopurgeSnapRetainCount)
 	setIf(&cfg.AutopurgeInterval, y.AutopurgeInterval)

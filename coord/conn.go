@@ -14,11 +14,6 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/proto"
 )
 
-// maxQueuedBytes bounds what a connection may owe a client that does not
-// read. Past it the connection is closed: one slow client must not hold the
-// pipeline, or the memory of the server, hostage.
-const maxQueuedBytes = 64 << 20
-
 // conn is one client TCP connection. Its reader goroutine decodes packets
 // and submits them to the pipeline; its writer goroutine drains the send
 // queue the syncer fills.
@@ -39,11 +34,15 @@ type conn struct {
 	handshook bool // a connect request was processed (accepted or refused)
 	dead      bool // refused or closed: drop further requests
 
-	mu          sync.Mutex // guards the send queue below; a leaf lock
-	queue       []outMsg
-	queuedBytes int
-	closed      bool
-	wake        chan struct{}
+	// owed is the encoded size of the frames queued for this connection and
+	// not yet written (see Config.MaxQueuedBytes). The pipeline adds, the writer
+	// subtracts.
+	owed atomic.Int64
+
+	mu     sync.Mutex // guards the send queue below; a leaf lock
+	queue  []frame
+	closed bool
+	wake   chan struct{}
 
 	done chan struct{} // closed when the connection is closed
 
@@ -66,6 +65,36 @@ type outMsg struct {
 	bare       bool // send body without a reply header
 	closeAfter bool // close the connection once this is written
 	received   time.Time
+}
+
+// frame is an outMsg encoded for the wire. Messages are encoded when they
+// are queued, so what a connection owes is counted in real bytes and the
+// records they were built from (child lists, data) are not kept alive.
+type frame struct {
+	b          []byte // length-prefixed packet; nil for a bare close marker
+	closeAfter bool
+	received   time.Time
+}
+
+// encode turns m into a frame.
+func (m *outMsg) encode() frame {
+	f := frame{closeAfter: m.closeAfter, received: m.received}
+	if m.bare && m.body == nil {
+		f.closeAfter = true // a close marker, nothing to write
+		return f
+	}
+	e := proto.NewEncoder(make([]byte, 0, 64))
+	e.Int(0) // length, patched below
+	if !m.bare {
+		m.hdr.Encode(e)
+	}
+	if m.body != nil {
+		m.body.Encode(e)
+	}
+	b := e.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	f.b = b
+	return f
 }
 
 func newConn(s *Server, nc net.Conn, ip string) *conn {
@@ -126,9 +155,14 @@ func (c *conn) readLoop() error {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	var lenBuf [4]byte
 	first, handshake := true, true
+	// A connection has HandshakeTimeout to send its whole ConnectRequest (or
+	// a four-letter word); one that does not is closed, so idle sockets
+	// cannot pile up before they hold a session (ZooKeeper closes
+	// sessionless connections after 10 s).
+	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.HandshakeTimeout))
 	for {
 		if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
-			return err
+			return c.readErr(err, handshake)
 		}
 		n := int32(binary.BigEndian.Uint32(lenBuf[:]))
 		if first {
@@ -144,7 +178,10 @@ func (c *conn) readLoop() error {
 		}
 		buf := make([]byte, n)
 		if _, err := io.ReadFull(r, buf); err != nil {
-			return err
+			return c.readErr(err, handshake)
+		}
+		if handshake {
+			c.nc.SetReadDeadline(time.Time{}) // from now on the session timeout rules
 		}
 		c.packetsIn.Add(1)
 		c.s.totals.packetsIn.Add(1)
@@ -161,6 +198,16 @@ func (c *conn) readLoop() error {
 			return net.ErrClosed
 		}
 	}
+}
+
+// readErr reports why reading stopped, naming a handshake that timed out.
+func (c *conn) readErr(err error, handshake bool) error {
+	var ne net.Error
+	if handshake && errors.As(err, &ne) && ne.Timeout() {
+		c.s.metrics.handshakeTimeouts.Inc()
+		return fmt.Errorf("%w: no connect request within %v (handshake-timeout)", errBadPacket, c.s.cfg.HandshakeTimeout)
+	}
+	return err
 }
 
 // decode turns a packet into a pipeline request. The first packet of a
@@ -201,25 +248,26 @@ func (c *conn) decode(buf []byte, handshake bool) (*request, error) {
 	return req, nil
 }
 
-// send queues msg for the writer. It never blocks the caller (the syncer).
-func (c *conn) send(msg outMsg) {
-	size := 64 // header and stat; only data can make a reply large
-	if r, ok := msg.body.(*proto.GetDataResponse); ok {
-		size += len(r.Data)
+// owe reserves n bytes of the outbound bound for a frame about to be
+// queued. It fails, reserving nothing, when the connection would owe more
+// than Config.MaxQueuedBytes.
+func (c *conn) owe(n int) bool {
+	if c.owed.Add(int64(n)) > c.s.cfg.MaxQueuedBytes {
+		c.owed.Add(-int64(n))
+		return false
 	}
+	return true
+}
+
+// send queues f for the writer. It never blocks the caller (the syncer).
+// Its bytes were reserved with owe when the pipeline queued it.
+func (c *conn) send(f frame) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return
 	}
-	if c.queuedBytes+size > maxQueuedBytes {
-		c.mu.Unlock()
-		c.s.log.Warn("client is not reading its replies; closing its connection", "remote", c.remote, "queued_bytes", c.queuedBytes)
-		c.close()
-		return
-	}
-	c.queue = append(c.queue, msg)
-	c.queuedBytes += size
+	c.queue = append(c.queue, f)
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -229,8 +277,7 @@ func (c *conn) send(msg outMsg) {
 
 func (c *conn) writeLoop() {
 	w := bufio.NewWriterSize(c.nc, 64<<10)
-	enc := proto.NewEncoder(make([]byte, 0, 4096))
-	var batch []outMsg
+	var batch []frame
 	for {
 		select {
 		case <-c.done:
@@ -239,46 +286,34 @@ func (c *conn) writeLoop() {
 		}
 		c.mu.Lock()
 		batch, c.queue = c.queue, batch[:0]
-		c.queuedBytes = 0
 		c.mu.Unlock()
 		closeAfter := false
+		written := 0
 		for i := range batch {
-			m := &batch[i]
-			if m.bare && m.body == nil { // a close marker, nothing to write
-				closeAfter = true
-				break
+			f := &batch[i]
+			if f.b != nil {
+				if _, err := w.Write(f.b); err != nil {
+					c.close()
+					return
+				}
+				written += len(f.b)
+				c.packetsOut.Add(1)
+				c.s.totals.packetsOut.Add(1)
+				if !f.received.IsZero() {
+					c.recordLatency(time.Since(f.received))
+				}
 			}
-			enc.Reset()
-			enc.Int(0) // length, patched below
-			if !m.bare {
-				m.hdr.Encode(enc)
-			}
-			if m.body != nil {
-				m.body.Encode(enc)
-			}
-			b := enc.Bytes()
-			binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-			if _, err := w.Write(b); err != nil {
-				c.close()
-				return
-			}
-			c.packetsOut.Add(1)
-			c.s.totals.packetsOut.Add(1)
-			if !m.received.IsZero() {
-				c.recordLatency(time.Since(m.received))
-			}
-			if m.closeAfter {
+			if f.closeAfter {
 				closeAfter = true
 				break
 			}
 		}
-		for i := range batch {
-			batch[i] = outMsg{} // drop references to bodies
-		}
+		clear(batch) // drop references to the frames
 		if err := w.Flush(); err != nil {
 			c.close()
 			return
 		}
+		c.owed.Add(-int64(written))
 		if closeAfter {
 			c.close()
 			return
@@ -314,6 +349,28 @@ func (l *latencyStats) record(ns int64) {
 			break
 		}
 	}
+}
+
+// reset starts the statistics over (crst, srst). Concurrent samples may
+// land on either side of it, as in ZooKeeper.
+func (l *latencyStats) reset() {
+	l.count.Store(0)
+	l.sum.Store(0)
+	l.min.Store(-1)
+	l.max.Store(0)
+}
+
+// resetStats clears the connection's statistics for crst, to the values
+// ZooKeeper's ServerCnxn.resetStats leaves (no last op, cxid and zxid -1).
+func (c *conn) resetStats() {
+	c.packetsIn.Store(0)
+	c.packetsOut.Store(0)
+	c.lastOp.Store(0)
+	c.lastCxid.Store(-1)
+	c.lastZxid.Store(-1)
+	c.lastResp.Store(0)
+	c.lastLatency.Store(0)
+	c.latency.reset()
 }
 
 // millis returns min/avg/max in milliseconds, as the four-letter words show them.

@@ -29,6 +29,16 @@
 // lets the tree be mutated before the fsync without ever acknowledging, or
 // showing, a write that a crash could lose.
 //
+// # Bounds
+//
+// Nothing a client sends or fails to read grows the server without limit:
+// a request is at most MaxRequestBytes (and so fits in one log record);
+// every reply and watch event is encoded when the pipeline queues it and
+// counts against its connection's MaxQueuedBytes, and a connection that
+// would owe more is closed; a connection that sends no connect request
+// within HandshakeTimeout is closed. Watch events go only to watchers that
+// may READ the node they are about, as in ZooKeeper since CVE-2024-23944.
+//
 // # Locks
 //
 // The pipeline's state has no lock: only the pipeline goroutine touches it.

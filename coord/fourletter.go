@@ -18,7 +18,7 @@ import (
 // names the ZooKeeper release whose protocol we speak.
 const Version = "3.8.0-shepherd"
 
-var fourLetterWords = []string{"ruok", "srvr", "stat", "mntr", "conf", "envi", "isro", "cons", "wchs", "dump", "wchc", "wchp", "dirs"}
+var fourLetterWords = []string{"ruok", "srvr", "stat", "mntr", "conf", "envi", "isro", "cons", "wchs", "dump", "wchc", "wchp", "dirs", "crst", "srst"}
 
 // fourLetterWord recognises a four-letter word in the first four bytes of a
 // connection, where a ZooKeeper packet would have its length.
@@ -85,6 +85,16 @@ func (s *Server) fourLetter(word string) string {
 		return s.dump()
 	case "dirs":
 		return s.dirs()
+	case "crst":
+		for _, c := range s.snapshotConns() {
+			c.resetStats()
+		}
+		return "Connection stats reset.\n"
+	case "srst":
+		s.totals.packetsIn.Store(0)
+		s.totals.packetsOut.Store(0)
+		s.totals.latency.reset()
+		return "Server stats reset.\n"
 	}
 	return ""
 }
@@ -241,7 +251,7 @@ func (s *Server) cons() string {
 		min, avg, max := c.latency.millis()
 		fmt.Fprintf(&b, " /%s[1](queued=0,recved=%d,sent=%d,sid=%#x,lop=%s,est=%d,to=%d,lcxid=%#x,lzxid=%#x,lresp=%d,llat=%d,minlat=%d,avglat=%d,maxlat=%d)\n",
 			c.remote, c.packetsIn.Load(), c.packetsOut.Load(), sess.id, lastOpName(proto.OpCode(c.lastOp.Load())),
-			c.created.UnixMilli(), sess.timeout.Milliseconds(), c.lastCxid.Load(), c.lastZxid.Load(), c.lastResp.Load(),
+			c.created.UnixMilli(), sess.timeout.Milliseconds(), uint64(int64(c.lastCxid.Load())), uint64(c.lastZxid.Load()), c.lastResp.Load(),
 			c.lastLatency.Load()/1e6, int64(min), int64(avg), int64(max))
 	}
 	b.WriteString("\n")

@@ -113,9 +113,7 @@ func (p *pipeline) handle(r *request) {
 		// A standalone ZooKeeper 3.8 has reconfig disabled and says so.
 		p.reply(r, proto.ErrReconfigDisabled, nil)
 	case *proto.GetSASLRequest:
-		// No SASL here: like ZooKeeper without a SASL provider, answer
-		// with an empty token.
-		p.reply(r, proto.ErrOK, &proto.SetSASLResponse{Token: []byte{}})
+		p.saslFailed(r)
 	case *proto.AuthPacket:
 		p.auth(r, body)
 	case *proto.SetWatches:
@@ -316,6 +314,20 @@ func (p *pipeline) auth(r *request, a *proto.AuthPacket) {
 	// The reply echoes the request's xid: the Java client uses -4, but
 	// go-zookeeper sends auth with an ordinary xid and waits for it.
 	p.out(c, outMsg{hdr: proto.ReplyHeader{Xid: r.hdr.Xid}, received: r.received})
+}
+
+// saslFailed answers a SASL token. This server has no SASL users, so every
+// SASL authentication fails, and it fails the way a ZooKeeper with SASL
+// configured fails a client whose credentials it does not know: an
+// AuthFailed header with a null token, then the connection is closed (the
+// session lives on until it times out). Clients report AuthFailed (kazoo's
+// AuthFailedError) rather than a lost connection, and never believe they
+// authenticated.
+func (p *pipeline) saslFailed(r *request) {
+	c := r.conn
+	p.s.log.Info("authentication failed: SASL is not supported; use digest authentication (addauth digest user:password)", "remote", c.remote)
+	p.out(c, outMsg{hdr: proto.ReplyHeader{Xid: r.hdr.Xid, Err: proto.ErrAuthFailed}, body: &proto.SetSASLResponse{}, closeAfter: true})
+	c.dead = true
 }
 
 // addAuth adds an identity once, as ZooKeeper does for a repeated addauth.

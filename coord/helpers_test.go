@@ -125,7 +125,7 @@ func (rc *rawClient) write(b []byte) {
 }
 
 func (rc *rawClient) read() ([]byte, error) {
-	rc.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	rc.nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a liveness bound: a loaded machine is slow
 	var l [4]byte
 	if _, err := io.ReadFull(rc.nc, l[:]); err != nil {
 		return nil, err

@@ -9,20 +9,23 @@ import (
 // metrics are the server's Prometheus metrics, on a registry of its own so
 // that several servers can run in one process (tests, `shepherd up`).
 type metrics struct {
-	reg             *prometheus.Registry
-	requests        *prometheus.CounterVec
-	txns            prometheus.Counter
-	notifications   prometheus.Counter
-	connections     prometheus.Gauge
-	connRejected    prometheus.Counter
-	badPackets      prometheus.Counter
-	sessionsCreated prometheus.Counter
-	sessionsExpired prometheus.Counter
-	latency         prometheus.Histogram
-	fsyncSeconds    prometheus.Histogram
-	batchTxns       prometheus.Histogram
-	freezeSeconds   prometheus.Histogram
-	snapshotSeconds prometheus.Histogram
+	reg                   *prometheus.Registry
+	requests              *prometheus.CounterVec
+	txns                  prometheus.Counter
+	notifications         prometheus.Counter
+	notificationsWithheld prometheus.Counter
+	connections           prometheus.Gauge
+	connRejected          prometheus.Counter
+	badPackets            prometheus.Counter
+	slowClientsClosed     prometheus.Counter
+	handshakeTimeouts     prometheus.Counter
+	sessionsCreated       prometheus.Counter
+	sessionsExpired       prometheus.Counter
+	latency               prometheus.Histogram
+	fsyncSeconds          prometheus.Histogram
+	batchTxns             prometheus.Histogram
+	freezeSeconds         prometheus.Histogram
+	snapshotSeconds       prometheus.Histogram
 }
 
 func newMetrics(s *Server) *metrics {
@@ -35,12 +38,18 @@ func newMetrics(s *Server) *metrics {
 			Help: "Transactions applied and logged."}),
 		notifications: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "watch_notifications_total",
 			Help: "Watch events queued for clients."}),
+		notificationsWithheld: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "watch_notifications_withheld_total",
+			Help: "Watch events not sent because the watcher may not read the node (ZooKeeper's CVE-2024-23944 fix)."}),
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "connections",
 			Help: "Open client connections."}),
 		connRejected: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "connections_rejected_total",
 			Help: "Connections refused by max-client-conns."}),
 		badPackets: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "bad_packets_total",
 			Help: "Malformed or oversized packets (each closed its connection)."}),
+		slowClientsClosed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "slow_clients_closed_total",
+			Help: "Connections closed because their client did not read its replies and events (over 64 MiB owed)."}),
+		handshakeTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "handshake_timeouts_total",
+			Help: "Connections closed because they sent no connect request within handshake-timeout."}),
 		sessionsCreated: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "sessions_created_total",
 			Help: "Sessions created."}),
 		sessionsExpired: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "sessions_expired_total",
@@ -56,7 +65,7 @@ func newMetrics(s *Server) *metrics {
 		snapshotSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "snapshot_write_seconds",
 			Help: "Time to write a snapshot in the background.", Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14)}),
 	}
-	m.reg.MustRegister(m.requests, m.txns, m.notifications, m.connections, m.connRejected, m.badPackets,
+	m.reg.MustRegister(m.requests, m.txns, m.notifications, m.notificationsWithheld, m.connections, m.connRejected, m.badPackets, m.slowClientsClosed, m.handshakeTimeouts,
 		m.sessionsCreated, m.sessionsExpired, m.latency, m.fsyncSeconds, m.batchTxns, m.freezeSeconds, m.snapshotSeconds,
 		&treeCollector{s: s})
 	return m

@@ -7,6 +7,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/proto"
 	"github.com/shepherd-dev/shepherd/coord/tree"
+	"github.com/shepherd-dev/shepherd/coord/wal"
 	"github.com/shepherd-dev/shepherd/coord/watch"
 )
 
@@ -38,8 +39,8 @@ type request struct {
 
 // delivery is a packet for one connection, released after its batch is durable.
 type delivery struct {
-	conn *conn
-	msg  outMsg
+	conn  *conn
+	frame frame
 }
 
 type loggedTxn struct {
@@ -179,8 +180,24 @@ func (p *pipeline) flush() {
 }
 
 // out queues a packet for c, to be sent once the current batch is durable.
+// A connection that would then owe its client more than Config.MaxQueuedBytes is
+// closed instead: its client is not reading.
 func (p *pipeline) out(c *conn, m outMsg) {
-	p.cur.outs = append(p.cur.outs, delivery{conn: c, msg: m})
+	select {
+	case <-c.done:
+		return // closed: nobody will write it
+	default:
+	}
+	f := m.encode()
+	if !c.owe(len(f.b)) {
+		p.s.log.Warn("client is not reading its replies and events; closing its connection",
+			"remote", c.remote, "owed_bytes", c.owed.Load(), "max_bytes", p.s.cfg.MaxQueuedBytes)
+		p.s.metrics.slowClientsClosed.Inc()
+		c.dead = true
+		c.close()
+		return
+	}
+	p.cur.outs = append(p.cur.outs, delivery{conn: c, frame: f})
 }
 
 // reply queues a reply with the header ZooKeeper would send.
@@ -199,23 +216,44 @@ func (p *pipeline) reply(r *request, err proto.ErrCode, body proto.Record) {
 
 // commit logs txn (in the current batch), applies it and fires its watches.
 func (p *pipeline) commit(txn *tree.Txn) tree.Result {
-	p.cur.txns = append(p.cur.txns, loggedTxn{zxid: txn.Zxid(), data: tree.EncodeTxn(txn)})
+	data := tree.EncodeTxn(txn)
+	if len(data) > wal.MaxRecordBytes && txn.Type() != proto.OpCloseSession {
+		// MaxRequestBytes keeps requests well under the record limit, but a
+		// transaction can outgrow its request (an "auth" ACL expands to
+		// every identity of the caller). Refuse it rather than hand the log
+		// a record it must reject, which would stop the server.
+		p.s.log.Warn("refusing a write whose log record would be too large", "session", fmt.Sprintf("%#x", txn.Session()),
+			"op", txn.Type().String(), "bytes", len(data), "max_bytes", wal.MaxRecordBytes)
+		return tree.Result{Err: proto.ErrBadArguments}
+	}
+	p.cur.txns = append(p.cur.txns, loggedTxn{zxid: txn.Zxid(), data: data})
 	res := p.tree.Apply(txn)
 	p.sinceSnap++
 	p.s.metrics.txns.Inc()
 	for _, ev := range res.Events {
-		p.notify(p.watches.Trigger(ev.Type, ev.Path))
+		p.notify(p.watches.Trigger(ev.Type, ev.Path), ev.ACL)
 	}
 	return res
 }
 
-// notify queues watch events for the connected sessions among fired.
-// A session that is away gets nothing: on reconnect its client re-sends its
-// watches with setWatches and learns what changed then, as in ZooKeeper.
-func (p *pipeline) notify(fired []watch.Fired) {
+// notify queues watch events for the connected sessions among fired that
+// may read the node the event is about (acl is its ACL). A session that is
+// away gets nothing: on reconnect its client re-sends its watches with
+// setWatches and learns what changed then, as in ZooKeeper.
+//
+// The READ check is ZooKeeper's fix for CVE-2024-23944 (3.8.4, 3.9.2):
+// without it a persistent, recursive, child or exists watch tells a session
+// the names of nodes it may not read. As there, a one-shot watch that
+// fires is consumed even when its event is withheld, and the check uses
+// the identities the connection holds when the event happens.
+func (p *pipeline) notify(fired []watch.Fired, acl []proto.ACL) {
 	for _, f := range fired {
 		sess := p.sessions[f.Session]
 		if sess == nil || sess.conn == nil {
+			continue
+		}
+		if caller := p.caller(sess.conn); !caller.CanRead(acl) {
+			p.s.metrics.notificationsWithheld.Inc()
 			continue
 		}
 		p.notifyConn(sess.conn, f.Type, f.Path)

@@ -18,8 +18,12 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/wal"
 )
 
-// ErrClosed is returned by operations on a server that has been closed.
-var ErrClosed = errors.New("coord: server closed")
+var (
+	// ErrClosed is returned by operations on a server that has been closed.
+	ErrClosed = errors.New("coord: server closed")
+	// ErrDataDir reports a data directory the server refuses to start on.
+	ErrDataDir = errors.New("coord: data directory refused")
+)
 
 // Server is a running coordination server. Create one with NewServer, then
 // Start it; Close stops it and waits for every goroutine it started.
@@ -63,6 +67,9 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("coord: open data dir %q: %w", cfg.DataDir, err)
 	}
 	secret, err := loadSecret(cfg.DataDir)
+	if err == nil {
+		err = ensureAdminAuth(cfg.adminAuthPath(), log)
+	}
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -118,19 +125,29 @@ func recoverTree(store *wal.Store, log *slog.Logger) (*tree.Tree, error) {
 	return t, nil
 }
 
+// secretBytes is the length of session.secret.
+const secretBytes = 32
+
 // loadSecret returns the data directory's session secret, creating it on
 // first start. Passwords derived from it stay valid across restarts, which
 // is what lets a client reattach to its session after the server comes back.
+// A secret of the wrong length is refused, not replaced: replacing it would
+// silently invalidate every session password, and a damaged file is a sign
+// the directory needs an operator's look.
 func loadSecret(dir string) ([]byte, error) {
 	path := filepath.Join(dir, "session.secret")
 	b, err := os.ReadFile(path)
-	if err == nil && len(b) == 32 {
+	switch {
+	case err == nil && len(b) == secretBytes:
 		return b, nil
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	case err == nil:
+		return nil, fmt.Errorf("%w: %s has %d bytes, want %d: the file is damaged or not ours; restore it from a backup, "+
+			"or delete it to generate a new one (clients then cannot reattach to their sessions and start new ones)",
+			ErrDataDir, path, len(b), secretBytes)
+	case !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("coord: read %s: %w", path, err)
 	}
-	b = make([]byte, 32)
+	b = make([]byte, secretBytes)
 	if _, err := rand.Read(b); err != nil {
 		return nil, fmt.Errorf("coord: generate session secret: %w", err)
 	}
@@ -163,7 +180,8 @@ func (s *Server) Start() error {
 	if s.cfg.AutopurgeInterval > 0 {
 		s.run(s.purgeLoop)
 	}
-	s.log.Info("serving", "addr", s.Addr(), "data_dir", s.cfg.DataDir, "tick", s.cfg.TickTime)
+	s.log.Info("serving", "addr", s.Addr(), "data_dir", s.cfg.DataDir, "tick", s.cfg.TickTime,
+		"admin_auth_file", s.cfg.adminAuthPath(), "four_letter_words", s.cfg.FourLetterWords)
 	return nil
 }
 

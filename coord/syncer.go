@@ -52,7 +52,7 @@ func (y *syncer) commit(b *batch) {
 		y.s.metrics.batchTxns.Observe(float64(len(b.txns)))
 	}
 	for _, d := range b.outs {
-		d.conn.send(d.msg)
+		d.conn.send(d.frame)
 	}
 	if b.snapshot != nil {
 		y.snapshot(b)

@@ -21,6 +21,7 @@ var ErrEnsembleConfig = errors.New("coord: ensembles need Apache ZooKeeper")
 // ZooKeeper config often carries JVM-only settings.
 func ParseZooCfg(r io.Reader, cfg *Config) (warnings []string, err error) {
 	var host, port string
+	hasDataDir := false
 	sc := bufio.NewScanner(r)
 	lineNo := 0
 	for sc.Scan() {
@@ -47,7 +48,10 @@ func ParseZooCfg(r io.Reader, cfg *Config) (warnings []string, err error) {
 			}
 			cfg.TickTime = time.Duration(ms) * time.Millisecond
 		case key == "dataDir":
-			cfg.DataDir = val
+			if val == "" {
+				return nil, bad("want a directory")
+			}
+			cfg.DataDir, hasDataDir = val, true
 		case key == "dataLogDir":
 			cfg.DataLogDir = val
 		case key == "clientPort":
@@ -112,6 +116,11 @@ func ParseZooCfg(r io.Reader, cfg *Config) (warnings []string, err error) {
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("coord: read zoo.cfg: %w", err)
+	}
+	if !hasDataDir {
+		// ZooKeeper refuses such a file ("dataDir is not set") rather than
+		// keep its data in a default place nobody chose; so do we.
+		return nil, fmt.Errorf("%w: zoo.cfg: dataDir is not set; add a line dataDir=/path/to/data (the directory for snapshots and the transaction log)", ErrConfig)
 	}
 	if port != "" || host != "" {
 		h, p, _ := net.SplitHostPort(cfg.Listen)

@@ -27,6 +27,8 @@ func TestFourLetterWords(t *testing.T) {
 			{args: words("isro"), out: "rw\n"},
 			{args: words("mntr"), out: "zk_znode_count\t"},
 			{args: words("conf"), out: "clientPort"},
+			{args: words("crst"), out: "Connection stats reset.\n"},
+			{args: words("srst"), out: "Server stats reset.\n"},
 			{args: words("4lw ab"), code: 2, err: `4lw: "ab" is not a four-letter word`},
 			{args: words("4lw"), code: 2, err: "4lw: missing argument"},
 			{args: words("srvr extra"), code: 2, err: `srvr: unexpected argument "extra"`},

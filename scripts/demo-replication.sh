@@ -92,7 +92,7 @@ sql "$DST_PORT" -e "$schema"
 echo "== starting shepherd coord on $ZK"
 # A 500ms tick lets the server grant the cores' 2s session timeout: servers
 # bound session timeouts to 2..20 ticks, 4s..40s with the default 2s tick.
-"$BIN" coord --listen "$ZK" --data-dir "$DIR/coord" --tick-time 500ms >"$DIR/coord.log" 2>&1 &
+"$BIN" coord --listen "$ZK" --data-dir "$DIR/coord" --tick-time 500ms --4lw srvr,ruok >"$DIR/coord.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 50); do
   if [ "$( (exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && printf ruok >&3 && cat <&3) 2>/dev/null)" = imok ]; then break; fi

@@ -33,9 +33,13 @@ the command line override the file.`,
 			&cli.DurationFlag{Name: "max-session-timeout", Usage: "largest session timeout granted (default 20 x tick-time)"},
 			&cli.IntFlag{Name: "snap-count", Value: def.SnapCount, Usage: "transactions between snapshots"},
 			&cli.IntFlag{Name: "max-client-conns", Value: def.MaxClientConns, Usage: "connections allowed per client IP (0: no limit)"},
-			&cli.IntFlag{Name: "max-request-bytes", Value: def.MaxRequestBytes, Usage: "largest request packet (ZooKeeper's jute.maxbuffer)"},
+			&cli.IntFlag{Name: "max-request-bytes", Value: def.MaxRequestBytes, Usage: fmt.Sprintf("largest request packet (ZooKeeper's jute.maxbuffer; at most %d)", coord.MaxRequestBytesLimit)},
+			&cli.Int64Flag{Name: "max-queued-bytes", Value: def.MaxQueuedBytes, Usage: "replies and events one connection may owe a client that does not read; past it the connection is closed"},
+			&cli.DurationFlag{Name: "handshake-timeout", Value: def.HandshakeTimeout, Usage: "close connections that send no connect request within this time"},
 			&cli.StringFlag{Name: "admin-listen", Usage: "HTTP address for /metrics, /health and /commands/<4lw> (off if empty)"},
-			&cli.StringSliceFlag{Name: "4lw", Value: cli.NewStringSlice(def.FourLetterWords...), Usage: "enabled four-letter words (* for all)"},
+			&cli.BoolFlag{Name: "admin-pprof", Usage: "also serve Go's /debug/pprof/ on --admin-listen (unauthenticated; for debugging only)"},
+			&cli.StringFlag{Name: "admin-auth-file", Usage: "generated admin credential file, created 0600 on first start (default <data-dir>/admin.auth)"},
+			&cli.StringSliceFlag{Name: "4lw", Value: cli.NewStringSlice(def.FourLetterWords...), Usage: "enabled four-letter words (* for all; e.g. --4lw srvr,ruok,mntr for monitoring)"},
 			&cli.StringFlag{Name: "super-digest", Usage: "super:<base64 sha1> digest that bypasses ACLs (see docs/coord.md)"},
 			&cli.IntFlag{Name: "autopurge-snap-retain-count", Value: def.AutopurgeSnapRetainCount, Usage: "snapshots kept by autopurge (min 3)"},
 			&cli.DurationFlag{Name: "autopurge-interval", Usage: "how often old snapshots and logs are purged (0: never)"},
@@ -85,7 +89,15 @@ func coordConfig(c *cli.Context) (coord.Config, error) {
 	num("snap-count", &cfg.SnapCount)
 	num("max-client-conns", &cfg.MaxClientConns)
 	num("max-request-bytes", &cfg.MaxRequestBytes)
+	if c.IsSet("max-queued-bytes") {
+		cfg.MaxQueuedBytes = c.Int64("max-queued-bytes")
+	}
+	dur("handshake-timeout", &cfg.HandshakeTimeout)
 	str("admin-listen", &cfg.AdminListen)
+	if c.IsSet("admin-pprof") {
+		cfg.AdminPprof = c.Bool("admin-pprof")
+	}
+	str("admin-auth-file", &cfg.AdminAuthFile)
 	str("super-digest", &cfg.SuperDigest)
 	num("autopurge-snap-retain-count", &cfg.AutopurgeSnapRetainCount)
 	dur("autopurge-interval", &cfg.AutopurgeInterval)

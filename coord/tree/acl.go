@@ -38,6 +38,11 @@ func (c *Caller) isSuper() bool {
 	return false
 }
 
+// CanRead reports whether c may read a node with acls, by the same rule as
+// a read request. The server asks it before telling a watcher about an
+// event (Event.ACL), as ZooKeeper does since CVE-2024-23944.
+func (c *Caller) CanRead(acls []proto.ACL) bool { return c.allowed(acls, proto.PermRead) }
+
 // allowed reports whether c holds perm (any of its bits) on a node with
 // acls, by the rules of ZooKeeperServer.checkACL: an empty ACL allows
 // everything, a super caller is allowed everything, otherwise an entry

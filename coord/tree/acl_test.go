@@ -208,3 +208,48 @@ func TestACLsAreShared(t *testing.T) {
 	}
 	checkInvariants(t, h.tr)
 }
+
+// TestEventACLs: every watch event carries the ACL the server checks READ
+// on before telling a watcher (ZooKeeper's CVE-2024-23944 fix): the node's
+// own for created, changed and deleted, the parent's for a child-list
+// change, and the deleted node's as it was.
+func TestEventACLs(t *testing.T) {
+	h := newHarness(t)
+	private := []proto.ACL{{Perms: proto.PermAll, Id: aliceID}}
+	h.must(alice, Op{Code: proto.OpCreate, Path: "/pub", ACL: open})
+	h.must(alice, Op{Code: proto.OpCreate, Path: "/pub/secret", ACL: private})
+	h.must(alice, Op{Code: proto.OpCreate, Path: "/pub/secret/kid", ACL: open})
+
+	type want struct {
+		typ  proto.EventType
+		path string
+		acl  []proto.ACL
+	}
+	check := func(name string, r Result, wants ...want) {
+		t.Helper()
+		if len(r.Events) != len(wants) {
+			t.Fatalf("%s: events %v, want %d", name, r.Events, len(wants))
+		}
+		for i, w := range wants {
+			ev := r.Events[i]
+			if ev.Type != w.typ || ev.Path != w.path || !slices.Equal(ev.ACL, w.acl) {
+				t.Errorf("%s: event %d = %v %s %v, want %v %s %v", name, i, ev.Type, ev.Path, ev.ACL, w.typ, w.path, w.acl)
+			}
+		}
+	}
+	check("create", h.do(alice, Op{Code: proto.OpCreate, Path: "/pub/secret/k2", ACL: open}),
+		want{proto.EventNodeCreated, "/pub/secret/k2", open},
+		want{proto.EventNodeChildrenChanged, "/pub/secret", private})
+	check("setData", h.do(alice, set("/pub/secret", "x", -1)),
+		want{proto.EventNodeDataChanged, "/pub/secret", private})
+	h.must(alice, del("/pub/secret/kid", -1))
+	h.must(alice, del("/pub/secret/k2", -1))
+	check("delete", h.do(alice, del("/pub/secret", -1)),
+		want{proto.EventNodeDeleted, "/pub/secret", private},
+		want{proto.EventNodeChildrenChanged, "/pub", open})
+
+	if anyone.CanRead(private) || !alice.CanRead(private) || !root.CanRead(private) || !anyone.CanRead(nil) {
+		t.Errorf("CanRead: anyone %v alice %v super %v empty ACL %v; want false true true true",
+			anyone.CanRead(private), alice.CanRead(private), root.CanRead(private), anyone.CanRead(nil))
+	}
+}

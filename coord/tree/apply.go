@@ -38,6 +38,11 @@ type OpResult struct {
 type Event struct {
 	Type proto.EventType
 	Path string
+	// ACL is the ACL of the node at Path when the event happened (of the
+	// deleted node for NodeDeleted). As in ZooKeeper since the fix for
+	// CVE-2024-23944, only watchers with READ on it may be told; see
+	// Caller.CanRead. It is shared and must not be modified.
+	ACL []proto.ACL
 }
 
 // Apply carries out a transaction from Prepare or DecodeTxn and advances
@@ -161,8 +166,8 @@ func (t *Tree) applyCreate(txn *Txn, op *txnOp, ev *[]Event) OpResult {
 	res.Stat = n.stat()
 	t.quotaCreated(op.path, n)
 	*ev = append(*ev,
-		Event{Type: proto.EventNodeCreated, Path: op.path},
-		Event{Type: proto.EventNodeChildrenChanged, Path: parentPath})
+		Event{Type: proto.EventNodeCreated, Path: op.path, ACL: n.acl.acls},
+		Event{Type: proto.EventNodeChildrenChanged, Path: parentPath, ACL: parent.acl.acls})
 	return res
 }
 
@@ -204,8 +209,8 @@ func (t *Tree) deleteNode(path string, zxid int64, ev *[]Event) proto.ErrCode {
 	t.remove(path, n, parent)
 	t.chargeQuota(path, -int64(len(n.data)), -1)
 	*ev = append(*ev,
-		Event{Type: proto.EventNodeDeleted, Path: path},
-		Event{Type: proto.EventNodeChildrenChanged, Path: parentPath})
+		Event{Type: proto.EventNodeDeleted, Path: path, ACL: n.acl.acls},
+		Event{Type: proto.EventNodeChildrenChanged, Path: parentPath, ACL: parent.acl.acls})
 	return proto.ErrOK
 }
 
@@ -222,7 +227,7 @@ func (t *Tree) applySetData(txn *Txn, op *txnOp, ev *[]Event) OpResult {
 	n.version = op.version
 	st := n.stat() // before the quota update, as ZooKeeper copies it
 	t.chargeQuota(op.path, delta, 0)
-	*ev = append(*ev, Event{Type: proto.EventNodeDataChanged, Path: op.path})
+	*ev = append(*ev, Event{Type: proto.EventNodeDataChanged, Path: op.path, ACL: n.acl.acls})
 	return OpResult{Code: op.code, Path: op.path, Stat: st}
 }
 

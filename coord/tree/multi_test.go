@@ -35,8 +35,8 @@ func TestMulti(t *testing.T) {
 					t.Fatalf("ops of one multi must share its zxid %#x", z)
 				}
 				wantEvents(t, r.Events,
-					Event{proto.EventNodeCreated, "/a"}, Event{proto.EventNodeChildrenChanged, "/"},
-					Event{proto.EventNodeCreated, "/a/b"}, Event{proto.EventNodeChildrenChanged, "/a"})
+					Event{Type: proto.EventNodeCreated, Path: "/a"}, Event{Type: proto.EventNodeChildrenChanged, Path: "/"},
+					Event{Type: proto.EventNodeCreated, Path: "/a/b"}, Event{Type: proto.EventNodeChildrenChanged, Path: "/a"})
 			}},
 		{name: "failure in the middle (ZooKeeper: ok, error, -2, -2)",
 			setup: func(h *harness) { h.create("/m", ""); h.create("/m/a", "") },
@@ -58,8 +58,8 @@ func TestMulti(t *testing.T) {
 			check: func(t *testing.T, h *harness, r Result) {
 				wantData(t, h, "/a", []byte("new"))
 				wantEvents(t, r.Events,
-					Event{proto.EventNodeDeleted, "/a"}, Event{proto.EventNodeChildrenChanged, "/"},
-					Event{proto.EventNodeCreated, "/a"}, Event{proto.EventNodeChildrenChanged, "/"})
+					Event{Type: proto.EventNodeDeleted, Path: "/a"}, Event{Type: proto.EventNodeChildrenChanged, Path: "/"},
+					Event{Type: proto.EventNodeCreated, Path: "/a"}, Event{Type: proto.EventNodeChildrenChanged, Path: "/"})
 			}},
 		{name: "check after setData sees the new version",
 			setup: func(h *harness) { h.create("/a", "") },

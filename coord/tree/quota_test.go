@@ -238,8 +238,8 @@ func TestQuotaStatsNodeStat(t *testing.T) {
 	before := h.stat(sp)
 
 	r := h.do(anyone, Op{Code: proto.OpCreate, Path: "/a/b", Data: []byte("xyz"), ACL: open})
-	want := []Event{{proto.EventNodeCreated, "/a/b"}, {proto.EventNodeChildrenChanged, "/a"}}
-	if fmt.Sprint(r.Events) != fmt.Sprint(want) {
+	want := []Event{{Type: proto.EventNodeCreated, Path: "/a/b"}, {Type: proto.EventNodeChildrenChanged, Path: "/a"}}
+	if !sameEvents(r.Events, want) {
 		t.Fatalf("create under a quota root fired %v, want %v: stats changes fire no watch", r.Events, want)
 	}
 	for range 9 {

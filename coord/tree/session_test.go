@@ -51,11 +51,11 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("closeSession result %+v", r)
 	}
 	wantEvents(t, r.Events,
-		Event{proto.EventNodeDeleted, "/app/a"}, Event{proto.EventNodeChildrenChanged, "/app"},
-		Event{proto.EventNodeDeleted, "/app/b"}, Event{proto.EventNodeChildrenChanged, "/app"},
-		Event{proto.EventNodeDeleted, seq.Path}, Event{proto.EventNodeChildrenChanged, "/app"},
-		Event{proto.EventNodeDeleted, "/app/x/e"}, Event{proto.EventNodeChildrenChanged, "/app/x"},
-		Event{proto.EventNodeDeleted, "/top"}, Event{proto.EventNodeChildrenChanged, "/"},
+		Event{Type: proto.EventNodeDeleted, Path: "/app/a"}, Event{Type: proto.EventNodeChildrenChanged, Path: "/app"},
+		Event{Type: proto.EventNodeDeleted, Path: "/app/b"}, Event{Type: proto.EventNodeChildrenChanged, Path: "/app"},
+		Event{Type: proto.EventNodeDeleted, Path: seq.Path}, Event{Type: proto.EventNodeChildrenChanged, Path: "/app"},
+		Event{Type: proto.EventNodeDeleted, Path: "/app/x/e"}, Event{Type: proto.EventNodeChildrenChanged, Path: "/app/x"},
+		Event{Type: proto.EventNodeDeleted, Path: "/top"}, Event{Type: proto.EventNodeChildrenChanged, Path: "/"},
 	)
 	for _, p := range []string{"/app/a", "/app/b", seq.Path, "/app/x/e", "/top"} {
 		wantMissing(t, h, p)
@@ -87,7 +87,7 @@ func TestCloseSessionDeletesEphemeralsMadeAfterPrepare(t *testing.T) {
 	closeTxn := h.tr.PrepareCloseSession(zxid+1, now, alice.Session)
 	h.must(alice, create("/late", proto.ModeEphemeral))
 	r := h.commit(closeTxn)
-	wantEvents(t, r.Events, Event{proto.EventNodeDeleted, "/late"}, Event{proto.EventNodeChildrenChanged, "/"})
+	wantEvents(t, r.Events, Event{Type: proto.EventNodeDeleted, Path: "/late"}, Event{Type: proto.EventNodeChildrenChanged, Path: "/"})
 	checkInvariants(t, h.tr)
 }
 
@@ -147,7 +147,7 @@ func TestDeleteContainer(t *testing.T) {
 		{name: "empty container", setup: usedContainer, caller: reaper, op: deleteContainer("/c"),
 			check: func(t *testing.T, h *harness, r Result) {
 				wantMissing(t, h, "/c")
-				wantEvents(t, r.Events, Event{proto.EventNodeDeleted, "/c"}, Event{proto.EventNodeChildrenChanged, "/"})
+				wantEvents(t, r.Events, Event{Type: proto.EventNodeDeleted, Path: "/c"}, Event{Type: proto.EventNodeChildrenChanged, Path: "/"})
 			}},
 		{name: "container that never had a child", caller: reaper,
 			setup: func(h *harness) {

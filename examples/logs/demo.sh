@@ -19,7 +19,7 @@ trap cleanup EXIT
 
 if [ -z "${SHEPHERD_ZK:-}" ]; then
   port=${DEMO_LOGS_PORT:-21820}
-  "$BIN" coord --listen "127.0.0.1:$port" --data-dir "$work/coord" >"$work/coord.log" 2>&1 &
+  "$BIN" coord --listen "127.0.0.1:$port" --data-dir "$work/coord" --4lw srvr,ruok >"$work/coord.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 1 50); do
     if [ "$( (exec 3<>/dev/tcp/127.0.0.1/$port && printf ruok >&3 && cat <&3) 2>/dev/null)" = imok ]; then break; fi

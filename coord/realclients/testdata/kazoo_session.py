@@ -95,12 +95,12 @@ def check_call(name, fn, *args, **kwargs):
     return result
 
 
-def wait_for(name, pred, detail=lambda: ""):
-    """Poll pred until it is true or WAIT passes."""
-    deadline = time.monotonic() + WAIT
+def wait_for(name, pred, detail=lambda: "", wait=WAIT):
+    """Poll pred until it is true or wait passes."""
+    deadline = time.monotonic() + wait
     while not pred():
         if time.monotonic() > deadline:
-            raise CheckFailed("%s: not true after %.0fs %s" % (name, WAIT, detail()))
+            raise CheckFailed("%s: not true after %.0fs %s" % (name, wait, detail()))
         time.sleep(0.01)
     ok(name)
 
@@ -532,6 +532,46 @@ def auth_unknown_scheme(env):
         c.close()
 
 
+class LogRecords(logging.Handler):
+    """Keeps the messages a logger emits, for checks on what kazoo saw."""
+
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def auth_sasl_invalid(env):
+    """kazoo's test_invalid_sasl_auth: a SASL DIGEST-MD5 login the server
+    does not accept. ZooKeeper answers AuthFailed and drops the connection;
+    kazoo raises AuthFailedError in its connection loop, logs AUTH_FAILED
+    and gives the session up (kazoo 2.9 and later re-raise it from start).
+    An answer kazoo cannot parse crashes its connection loop instead."""
+    records = LogRecords()
+    log = logging.getLogger("kazoo.client")
+    log.addHandler(records)
+    c = KazooClient(hosts=env.hosts, timeout=10.0, connection_retry=FAST_RETRY,
+                    sasl_options={"mechanism": "DIGEST-MD5", "username": "baduser", "password": "badpassword"})
+    try:
+        c.start_async()
+        wait_for("a refused SASL login is AuthFailedError (kazoo logs AUTH_FAILED)",
+                 lambda: any(m.startswith("AUTH_FAILED") for m in records.messages),
+                 lambda: "; kazoo logged %r" % records.messages,
+                 # A ZooKeeper without a JAAS configuration (as in these
+                 # tests) answers with a null token and kazoo gives up only
+                 # when its read times out, some 10-20 s later.
+                 wait=45.0)
+        check("a refused SASL login does not crash kazoo's connection loop",
+              not any("Unhandled exception" in m for m in records.messages), "kazoo logged %r" % records.messages)
+        check("a refused SASL login leaves the client without a session", not c.connected, "still connected")
+    finally:
+        log.removeHandler(records)
+        c.stop()
+        c.close()
+
+
 def request_limit(env):
     """The largest request is jute.maxbuffer, 0xfffff bytes by default.
 
@@ -674,7 +714,7 @@ class Env:
 # not stop the others. expiry comes last: it is the only one that needs a
 # fresh session to end.
 SECTIONS = [basics, versions, watches, transactions, acls, lock, election, recipes,
-            auth_digest_without_colon, auth_ip, auth_unknown_scheme, request_limit, reconnect, stop_start, expiry]
+            auth_digest_without_colon, auth_ip, auth_unknown_scheme, auth_sasl_invalid, request_limit, reconnect, stop_start, expiry]
 
 
 def main():
