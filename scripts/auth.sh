@@ -5,11 +5,9 @@
 # creates its nodes with that identity's ACL (docs/security.md).
 use_admin_auth() {
   local f="$1/admin.auth"
-  # FALLBACK, delete once `shepherd coord` writes admin.auth itself: a
-  # digest identity is any user:password the client picks, so a file we
-  # make works the same with the bundled server and Apache ZooKeeper.
   if [ ! -s "$f" ]; then
-    (umask 077 && printf 'shepherd:%s\n' "$(head -c 18 /dev/urandom | base64 | tr -d '/+=')" >"$f")
+    echo "the coordination server did not write its admin credential $f; see its log" >&2
+    exit 1
   fi
   export SHEPHERD_AUTH_FILE="$f"
   echo "== credentials: every process below authenticates with $f (SHEPHERD_AUTH_FILE)"

@@ -12,7 +12,7 @@ rm -rf "$DEMO/coord"
 
 echo "== starting shepherd coord on 127.0.0.1:$PORT (data in $DEMO/coord)"
 "$BIN" coord --listen "127.0.0.1:$PORT" --data-dir "$DEMO/coord" --admin-listen "127.0.0.1:$ADMIN" \
-  --4lw '*' >"$DEMO/coord.log" 2>&1 &
+  --4lw srvr,ruok >"$DEMO/coord.log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true' EXIT
 
