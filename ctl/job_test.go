@@ -167,7 +167,7 @@ func TestJobListShowsFileJobs(t *testing.T) {
 `)
 		list := func() map[string]jobSummary {
 			var l []jobSummary
-			if err := json.Unmarshal([]byte(mustCtl(t, conn, "--json", "job", "list")), &l); err != nil {
+			if err := json.Unmarshal([]byte(mustCtlAuth(t, conn, "--json", "job", "list")), &l); err != nil {
 				t.Fatal(err)
 			}
 			m := map[string]jobSummary{}
@@ -191,10 +191,10 @@ func TestJobListShowsFileJobs(t *testing.T) {
 			return len(l) == 2 && l["nightly"].Schedule == "@daily" && slices.Equal(l["nightly"].Files, []string{"a"}) &&
 				!l["nightly"].Stored && slices.Equal(l["hourly"].Files, []string{"a"})
 		})
-		if got := mustCtl(t, conn, "job", "list"); !strings.Contains(got, "SOURCE") || !strings.Contains(got, "file(a)") {
+		if got := mustCtlAuth(t, conn, "job", "list"); !strings.Contains(got, "SOURCE") || !strings.Contains(got, "file(a)") {
 			t.Errorf("job list:\n%s\nwant a SOURCE column saying file(a)", got)
 		}
-		got := mustCtl(t, conn, "job", "show", "nightly")
+		got := mustCtlAuth(t, conn, "job", "show", "nightly")
 		if !strings.Contains(got, `"schedule": "@daily"`) || !strings.Contains(got, "jobs file of a") || strings.Contains(got, "s3cret") {
 			t.Errorf("job show nightly:\n%s\nwant a's spec, its origin, and no environment value", got)
 		}
@@ -203,15 +203,15 @@ func TestJobListShowsFileJobs(t *testing.T) {
 		want("nightly in two files that differ", func(l map[string]jobSummary) bool {
 			return slices.Equal(l["nightly"].Files, []string{"a", "b"}) && l["nightly"].Differs
 		})
-		if r := runCtl(t, conn, "job", "list"); r.code != 0 || !strings.Contains(r.stdout, "DIFFERS") || !strings.Contains(r.stderr, "define it differently") {
+		if r := runCtlAuth(t, conn, "job", "list"); r.code != 0 || !strings.Contains(r.stdout, "DIFFERS") || !strings.Contains(r.stderr, "define it differently") {
 			t.Errorf("job list: %v; want nightly flagged as differing, with a warning", r)
 		}
 
-		mustCtl(t, conn, "job", "add", "--schedule", "@every 2h", "hourly", "--", "/bin/true")
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@every 2h", "hourly", "--", "/bin/true")
 		want("a's hourly winning over the stored one", func(l map[string]jobSummary) bool {
 			return l["hourly"].Stored && l["hourly"].Schedule != "@every 2h" && slices.Equal(l["hourly"].Files, []string{"a"})
 		})
-		if got := mustCtl(t, conn, "job", "list"); !strings.Contains(got, "file(a), stored one refused") {
+		if got := mustCtlAuth(t, conn, "job", "list"); !strings.Contains(got, "file(a), stored one refused") {
 			t.Errorf("job list:\n%s\nwant hourly: file(a), stored one refused", got)
 		}
 
