@@ -13,6 +13,7 @@ const DefaultRoot = "/mysql_replicator"
 //	<root>/tasks/<task>/lastCommit                       checkpoint mirror
 //	<root>/tasks-groups/<group>/<task>                   cold group membership
 //	<root>/tasks-groups/<group>/<task>/instances/<host>-<seq>
+//	<root>/cores/<group>/<host>                          live cores of a group (EPHEMERAL)
 //
 // The spec and lastCommit of a cold task stay under tasks/<task>, so that
 // every verb finds a task in one place whatever its standby mode; the
@@ -50,6 +51,11 @@ func (l Layout) GroupTask(group, task string) string { return l.Group(group) + "
 func (l Layout) GroupInstances(group, task string) string {
 	return l.GroupTask(group, task) + "/instances"
 }
+
+// Cores is the directory of a cold group's live cores: one ephemeral
+// member node per core, named by its host, holding a CoreMember. It is a
+// sibling of tasks-groups, so that no task name can collide with it.
+func (l Layout) Cores(group string) string { return l.Root + "/cores/" + group }
 
 // InstancesOf is where the instances of the task sp live.
 func (l Layout) InstancesOf(sp *Spec) string {

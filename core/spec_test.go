@@ -31,7 +31,7 @@ func TestParseSpecDefaultsAndRoundTrip(t *testing.T) {
 	if sp.Version != SpecVersion || sp.State != DesiredRunning || sp.Target.Port != 3306 {
 		t.Errorf("defaults: version %d, state %q, target port %d; want %d, running, 3306", sp.Version, sp.State, sp.Target.Port, SpecVersion)
 	}
-	if sp.Standby != (Standby{Mode: ModeCold, Group: "g1"}) || sp.Apply != (Apply{500, 20000}) || len(sp.Routes) != 2 {
+	if sp.Standby.Mode != ModeCold || sp.Standby.Group != "g1" || sp.Standby.PreferredCores != nil || sp.Apply != (Apply{500, 20000}) || len(sp.Routes) != 2 {
 		t.Errorf("parsed %+v", sp)
 	}
 	back, err := decodeStoredSpec("copy_hot_item", sp.Marshal())
