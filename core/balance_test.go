@@ -168,7 +168,7 @@ func TestMemberTracker(t *testing.T) {
 // balanceGroup is a cold group of memEngine tasks and its cores, with
 // the helpers of the balancing tests.
 type balanceGroup struct {
-	t       *testing.T
+	t       testing.TB
 	connect string
 	a       *Admin
 	tasks   []string
@@ -178,7 +178,7 @@ type balanceGroup struct {
 	scan    time.Duration
 }
 
-func newBalanceGroup(t *testing.T, tg *target, n int, scan time.Duration) *balanceGroup {
+func newBalanceGroup(t testing.TB, tg *target, n int, scan time.Duration) *balanceGroup {
 	connect := chrootOf(t, tg)
 	g := &balanceGroup{t: t, connect: connect, a: NewAdmin(dial(t, connect, testSessionTimeout), ""),
 		fleet: memFleet{}, cores: map[string]*runningCore{}, regs: map[string]*prometheus.Registry{}, scan: scan}
