@@ -111,6 +111,9 @@ type groupView struct {
 	load    map[string]int // countable tasks owned, by counted member
 	target  map[string]int // fair share, by counted member
 	total   int            // countable tasks, unowned or owned by a counted member
+	// tookOver counts the tasks this core took at this scan while at or
+	// above its target.
+	tookOver int
 }
 
 // newGroupView computes loads and targets.
@@ -212,18 +215,31 @@ func (v *groupView) mayTake(t groupTask, waited bool) bool {
 	if _, ok := v.livePreferred(t); ok {
 		return false
 	}
-	if _, counted := v.counted[v.me]; counted && v.load[v.me] < v.target[v.me] {
+	if v.below() {
 		return true
 	}
-	return !v.othersBelow()
+	// At its share, a core takes one task per scan, so that the tasks of
+	// a core gone are spread over the others' scans rather than all taken
+	// by the first to look (which would move them again after the grace).
+	return !v.othersBelow() && v.tookOver == 0
+}
+
+// below reports whether this core counts and holds less than its target.
+func (v *groupView) below() bool {
+	_, counted := v.counted[v.me]
+	return counted && v.load[v.me] < v.target[v.me]
 }
 
 // took records that this core took t, for the decisions that follow in
 // the same scan.
 func (v *groupView) took(t groupTask) {
-	if t.countable {
-		v.load[v.me]++
+	if !t.countable {
+		return
 	}
+	if !v.below() {
+		v.tookOver++
+	}
+	v.load[v.me]++
 }
 
 // release is a hand-over this core decided.
@@ -355,14 +371,15 @@ func newMemberTracker(grace time.Duration) *memberTracker {
 }
 
 // update records the members present at a scan at now, and returns the
-// members that count, with their capacity, and those present.
-func (mt *memberTracker) update(now time.Time, members map[string]int) (counted map[string]int, present map[string]bool) {
+// members that count, with their capacity, and those present. self, the
+// scanning core, counts as soon as it is present: it knows it is live.
+func (mt *memberTracker) update(now time.Time, self string, members map[string]int) (counted map[string]int, present map[string]bool) {
 	present = make(map[string]bool, len(members))
 	for h, capacity := range members {
 		present[h] = true
 		s, ok := mt.seen[h]
 		if !ok {
-			mt.seen[h] = &memberSeen{capacity: capacity, last: now}
+			mt.seen[h] = &memberSeen{capacity: capacity, last: now, counted: h == self}
 			continue
 		}
 		s.capacity, s.last, s.counted = capacity, now, true

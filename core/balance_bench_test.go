@@ -1,10 +1,8 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 )
@@ -35,26 +33,7 @@ func BenchmarkColdRebalance(b *testing.B) {
 
 func benchRebalance(b *testing.B, tg *target, scan time.Duration) {
 	g := newBalanceGroup(b, tg, 12, scan)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				for _, eng := range g.fleet {
-					eng.addEvents(5)
-				}
-			}
-		}
-	}()
+	defer g.steadyLoad(10*time.Millisecond, 5)()
 	gaps := func() []time.Duration {
 		var all []time.Duration
 		for _, eng := range g.fleet {

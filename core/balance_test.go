@@ -112,8 +112,14 @@ func TestBalanceDecisions(t *testing.T) {
 	}
 	gone := map[string]bool{"a": true, "b": true, "c": true}
 	tasks = slices.Concat(owned("a", "a", 3), owned("b", "b", 3), owned("c", "c", 3), []groupTask{u, u, u})
-	if v := newGroupView("a", counted, gone, tasks); !v.mayTake(u, false) {
+	v := newGroupView("a", counted, gone, tasks)
+	if !v.mayTake(u, false) {
 		t.Error("d gone (within grace): a may not take its tasks")
+	}
+	// At its share, one per scan: the others take the rest.
+	v.took(u)
+	if v.mayTake(u, false) || !v.mayTake(u, true) {
+		t.Errorf("a at share took one: mayTake %v, after waiting %v; want false, true", v.mayTake(u, false), v.mayTake(u, true))
 	}
 
 	// Pinning: the preferred core takes it, others leave it to it, a
@@ -146,22 +152,22 @@ func TestBalanceDecisions(t *testing.T) {
 func TestMemberTracker(t *testing.T) {
 	mt := newMemberTracker(time.Second)
 	t0 := time.Unix(1000, 0)
-	c, _ := mt.update(t0, map[string]int{"a": 1})
-	if len(c) != 0 {
-		t.Errorf("a new member counts at once: %v", c)
+	c, _ := mt.update(t0, "me", map[string]int{"a": 1, "me": 1})
+	if !maps.Equal(c, map[string]int{"me": 1}) {
+		t.Errorf("first scan: counted %v; want only the scanning core itself", c)
 	}
-	if c, _ = mt.update(t0.Add(100*time.Millisecond), map[string]int{"a": 2}); !maps.Equal(c, map[string]int{"a": 2}) {
-		t.Errorf("after one scan: %v; want a:2", c)
+	if c, _ = mt.update(t0.Add(100*time.Millisecond), "me", map[string]int{"a": 2, "me": 1}); !maps.Equal(c, map[string]int{"a": 2, "me": 1}) {
+		t.Errorf("after one scan: %v; want a:2 me:1", c)
 	}
-	c, p := mt.update(t0.Add(600*time.Millisecond), map[string]int{})
-	if !maps.Equal(c, map[string]int{"a": 2}) || p["a"] {
+	c, p := mt.update(t0.Add(600*time.Millisecond), "me", map[string]int{"me": 1})
+	if !maps.Equal(c, map[string]int{"a": 2, "me": 1}) || p["a"] {
 		t.Errorf("gone within grace: counted %v present %v; want a counted, absent", c, p)
 	}
-	if c, _ = mt.update(t0.Add(700*time.Millisecond), map[string]int{"a": 2}); !maps.Equal(c, map[string]int{"a": 2}) {
+	if c, _ = mt.update(t0.Add(700*time.Millisecond), "me", map[string]int{"a": 2, "me": 1}); !maps.Equal(c, map[string]int{"a": 2, "me": 1}) {
 		t.Errorf("back within grace: %v; want a counted at once", c)
 	}
-	if c, _ = mt.update(t0.Add(2*time.Second), map[string]int{}); len(c) != 0 {
-		t.Errorf("gone past grace: %v; want none", c)
+	if c, _ = mt.update(t0.Add(2*time.Second), "me", map[string]int{"me": 1}); !maps.Equal(c, map[string]int{"me": 1}) {
+		t.Errorf("gone past grace: %v; want only me", c)
 	}
 }
 
@@ -258,6 +264,32 @@ func (g *balanceGroup) handovers(reason string) int {
 	return int(n)
 }
 
+// steadyLoad adds n events to every task's source every period, until
+// the returned function is called.
+func (g *balanceGroup) steadyLoad(period time.Duration, n int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				for _, eng := range g.fleet {
+					eng.addEvents(n)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // owners returns the owner of every task.
 func (g *balanceGroup) owners() map[string]string {
 	g.t.Helper()
@@ -329,7 +361,7 @@ func TestColdBalanceCrash(t *testing.T) {
 	})
 }
 
-// ownershipSampler reads every task's instance nodes continuously and
+// ownershipSampler reads every cold task's instance nodes continuously and
 // records any moment at which a task had two RUNNING instances.
 type ownershipSampler struct {
 	mu         sync.Mutex
@@ -339,7 +371,7 @@ type ownershipSampler struct {
 	done       chan struct{}
 }
 
-func sampleOwnership(t *testing.T, s *recipe.Session, tasks []string) *ownershipSampler {
+func sampleOwnership(t *testing.T, s *recipe.Session, group string, tasks []string) *ownershipSampler {
 	a := NewAdmin(s, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &ownershipSampler{cancel: cancel, done: make(chan struct{})}
@@ -347,12 +379,12 @@ func sampleOwnership(t *testing.T, s *recipe.Session, tasks []string) *ownership
 		defer close(o.done)
 		for ctx.Err() == nil {
 			for _, name := range tasks {
-				ts, err := a.Task(ctx, name)
+				ins, err := a.instances(ctx, a.layout.GroupInstances(group, name))
 				if err != nil {
 					continue
 				}
 				var running []string
-				for _, in := range ts.Instances {
+				for _, in := range ins {
 					if in.State.State == StateRunning {
 						running = append(running, in.Name)
 					}
@@ -388,25 +420,8 @@ func TestColdBalanceRollingRestart(t *testing.T) {
 			g.start(h)
 		}
 		g.waitSpread(map[string]int{"h1": 4, "h2": 4, "h3": 4})
-		sampler := sampleOwnership(t, dial(t, g.connect, testSessionTimeout), g.tasks)
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() { // a steady load: 20 events per task every 50 ms
-			defer wg.Done()
-			tick := time.NewTicker(50 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-					for _, eng := range g.fleet {
-						eng.addEvents(20)
-					}
-				}
-			}
-		}()
+		sampler := sampleOwnership(t, dial(t, g.connect, testSessionTimeout), "g1", g.tasks)
+		stopLoad := g.steadyLoad(50*time.Millisecond, 20)
 		for _, h := range hosts {
 			g.cores[h].stop()
 			others := slices.DeleteFunc(slices.Clone(hosts), func(x string) bool { return x == h })
@@ -420,8 +435,7 @@ func TestColdBalanceRollingRestart(t *testing.T) {
 			g.start(h)
 			g.waitEven(hosts...)
 		}
-		cancel()
-		wg.Wait()
+		stopLoad()
 		sampler.stop()
 		sampler.mu.Lock()
 		if len(sampler.violations) > 0 {

@@ -20,15 +20,7 @@ func TestMySQLColdBalanceRollingRestart(t *testing.T) {
 		ctx := ctxFor(t, 4*time.Minute)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
-		var tasks, dbs []string
-		for range 4 {
-			db := testDB("bal")
-			createWorkloadSchema(t, db, source, target)
-			sp := mysqlSpec("bal_"+db, db, source, target)
-			sp.Standby = Standby{Mode: ModeCold, Group: "g1"}
-			mustAdd(t, a, sp)
-			tasks, dbs = append(tasks, sp.Name), append(dbs, db)
-		}
+		tasks, dbs := addColdMySQLTasks(t, a, "bal", 4, source, target)
 		hosts := []string{"a", "b"}
 		cores := map[string]*coreProc{}
 		for _, h := range hosts {
@@ -50,15 +42,8 @@ func TestMySQLColdBalanceRollingRestart(t *testing.T) {
 			}
 			return err
 		})
-		waitFor(t, 10*time.Second, "every start position in lastCommit", func() error {
-			for _, task := range tasks {
-				if lc, ok, err := readLastCommit(ctx, a.s, a.layout.LastCommit(task)); !ok || err != nil || lc.Position().IsZero() {
-					return fmt.Errorf("%s: lastCommit %+v, %v", task, lc, err)
-				}
-			}
-			return nil
-		})
-		sampler := sampleOwnership(t, dial(t, connect, testSessionTimeout), tasks)
+		waitStartsPinned(t, ctx, a, tasks)
+		sampler := sampleOwnership(t, dial(t, connect, testSessionTimeout), "g1", tasks)
 		loadCtx, stopLoad := context.WithCancel(ctx)
 		loaded := make(chan error, len(dbs))
 		for _, db := range dbs {

@@ -277,7 +277,7 @@ func (cs *coldScan) survey(ctx context.Context, names []string) (*groupView, err
 		}
 		capacity[m.Name] = max(cm.Capacity, 1)
 	}
-	counted, present := cs.members.update(time.Now(), capacity)
+	counted, present := cs.members.update(time.Now(), c.cfg.Host, capacity)
 	tasks := make([]groupTask, 0, len(names))
 	for _, name := range names {
 		t, err := readGroupTask(ctx, c.s, c.layout, c.cfg.Group, name)
