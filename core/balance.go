@@ -14,8 +14,8 @@ import (
 // members and who owns each task, and from that one picture decides:
 //
 //   - which unowned tasks it takes (mayTake): below its target, or when
-//     no live member is below its own, or when the task has waited a
-//     whole scan, so that balancing never leaves a task unowned;
+//     no live member is below its own, or when the task has waited two
+//     scan intervals, so that balancing never leaves a task unowned;
 //   - which of its tasks it hands over (releases): tasks pinned to a live
 //     preferred core, and its surplus over its target while a live
 //     member is below its own, at most BalanceMoves per scan.
@@ -202,9 +202,9 @@ func (v *groupView) livePreferred(t groupTask) (string, bool) {
 }
 
 // mayTake reports whether this core should take the unowned task t now.
-// waited says that t was unowned at this core's previous scan too: then
-// it is taken whatever the shares, as the cores below theirs had their
-// chance.
+// waited says that t has been left unowned at this core's scans for two
+// scan intervals: then it is taken whatever the shares, as the cores
+// below theirs had their chance.
 func (v *groupView) mayTake(t groupTask, waited bool) bool {
 	if !t.countable || waited {
 		return true

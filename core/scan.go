@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +26,7 @@ import (
 // scan, here or on another core, takes it.
 func (c *Core) scan(ctx context.Context) {
 	cs := &coldScan{c: c, log: c.log.With("group", c.cfg.Group), running: map[string]*coldTask{},
-		members: newMemberTracker(c.grace()), unowned: map[string]bool{}, moves: map[string]Move{},
+		members: newMemberTracker(c.grace()), unowned: map[string]time.Time{}, moves: map[string]Move{},
 		since: time.Now().UTC()}
 	defer cs.wg.Wait()
 	cs.wg.Add(1)
@@ -63,7 +64,7 @@ type coldScan struct {
 	member  *recipe.Membership // nil until joined
 	// Only the scan goroutine uses these.
 	members  *memberTracker
-	unowned  map[string]bool // countable tasks unowned at the previous scan
+	unowned  map[string]time.Time // countable tasks left unowned, since when
 	moves    map[string]Move // hand-overs started and not yet seen done
 	moveData []byte          // the member data last written
 	since    time.Time       // when the scan started: the member's Since
@@ -86,7 +87,8 @@ func (cs *coldScan) once(ctx context.Context) {
 	if c.cfg.BalanceMoves > 0 {
 		cs.release(ctx, v)
 	}
-	unowned := map[string]bool{}
+	now := time.Now()
+	unowned := map[string]time.Time{}
 	for _, t := range v.tasks {
 		if t.owner != "" || ctx.Err() != nil {
 			continue
@@ -97,10 +99,13 @@ func (cs *coldScan) once(ctx context.Context) {
 		if busy {
 			continue
 		}
-		waited := cs.unowned[t.name]
+		// Left to a core below its share, a task it has not taken within
+		// two scan intervals (it had a whole scan since) is taken anyway.
+		since, seen := cs.unowned[t.name]
+		waited := seen && now.Sub(since) >= waitedScans*c.cfg.ScanInterval
 		if c.cfg.BalanceMoves > 0 && !v.mayTake(t, waited) {
 			if t.countable {
-				unowned[t.name] = true
+				unowned[t.name] = cmp.Or(since, now)
 			}
 			continue
 		}
@@ -111,6 +116,10 @@ func (cs *coldScan) once(ctx context.Context) {
 	cs.unowned = unowned
 	cs.publishMoves(ctx, v)
 }
+
+// waitedScans is how many scan intervals a task may wait for the core
+// below its share before any core takes it.
+const waitedScans = 2
 
 // take tries to take the unowned task name, and runs it if it gets it.
 func (cs *coldScan) take(ctx context.Context, name string, forced bool) bool {
