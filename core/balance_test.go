@@ -453,3 +453,27 @@ func TestColdBalanceRollingRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestColdBalancePinned: a task pinned to h2 runs on h1 while h2 is not
+// there, moves to h2 when it joins (reason pinned), and the group still
+// ends even.
+func TestColdBalancePinned(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		g := newBalanceGroup(t, tg, 4, 200*time.Millisecond)
+		sp := coldSpec(g.tasks[0], "g1")
+		sp.Standby.PreferredCores = []string{"h2"}
+		if err := g.a.AddTask(context.Background(), sp, true); err != nil {
+			t.Fatal(err)
+		}
+		g.start("h1")
+		g.waitSpread(map[string]int{"h1": 4})
+		g.start("h2")
+		g.waitSpread(map[string]int{"h1": 2, "h2": 2})
+		if o := g.owners()[g.tasks[0]]; o != "h2" {
+			t.Errorf("the task pinned to h2 runs on %s", o)
+		}
+		if n := g.handovers(MovePinned); n != 1 {
+			t.Errorf("%d hand-overs for pinning; want 1", n)
+		}
+	})
+}

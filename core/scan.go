@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -215,7 +216,8 @@ func (cs *coldScan) publishMoves(ctx context.Context, v *groupView) {
 	if member == nil {
 		return
 	}
-	data := cs.memberData()
+	moves := slices.SortedFunc(maps.Values(cs.moves), func(a, b Move) int { return strings.Compare(a.Task, b.Task) })
+	data := cs.memberData(moves)
 	if bytes.Equal(data, cs.moveData) {
 		return
 	}
@@ -229,12 +231,8 @@ func (cs *coldScan) publishMoves(ctx context.Context, v *groupView) {
 }
 
 // memberData is this core's member node data, with the moves in progress.
-func (cs *coldScan) memberData() []byte {
-	m := CoreMember{Version: docVersion, Host: cs.c.cfg.Host, Capacity: cs.c.cfg.Capacity, Since: cs.since}
-	for _, mv := range cs.moves {
-		m.Moves = append(m.Moves, mv)
-	}
-	slices.SortFunc(m.Moves, func(a, b Move) int { return strings.Compare(a.Task, b.Task) })
+func (cs *coldScan) memberData(moves []Move) []byte {
+	m := CoreMember{Version: docVersion, Host: cs.c.cfg.Host, Capacity: cs.c.cfg.Capacity, Since: cs.since, Moves: moves}
 	return m.Marshal()
 }
 
@@ -248,7 +246,7 @@ func (cs *coldScan) join(ctx context.Context) {
 	var m *recipe.Membership
 	for failures := 1; ctx.Err() == nil; failures++ {
 		var err error
-		if m, err = recipe.Join(ctx, c.s, dir, c.cfg.Host, cs.memberData()); err == nil {
+		if m, err = recipe.Join(ctx, c.s, dir, c.cfg.Host, cs.memberData(nil)); err == nil {
 			break
 		}
 		if ctx.Err() != nil || errors.Is(err, recipe.ErrClosed) {
