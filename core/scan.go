@@ -66,9 +66,9 @@ type coldScan struct {
 	// Only the scan goroutine uses these.
 	members  *memberTracker
 	unowned  map[string]time.Time // countable tasks left unowned, since when
-	moves    map[string]Move // hand-overs started and not yet seen done
-	moveData []byte          // the member data last written
-	since    time.Time       // when the scan started: the member's Since
+	moves    map[string]Move      // hand-overs started and not yet seen done
+	moveData []byte               // the member data last written
+	since    time.Time            // when the scan started: the member's Since
 }
 
 // once is one scan.
