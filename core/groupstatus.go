@@ -47,7 +47,7 @@ type GroupCore struct {
 func (a *Admin) Groups(ctx context.Context) ([]GroupStatus, error) {
 	var names []string
 	err := a.retry(ctx, func() (err error) {
-		names, _, err = a.s.Children(ctx, a.layout.Root+"/tasks-groups")
+		names, _, err = a.s.Children(ctx, a.layout.Groups())
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {

@@ -40,8 +40,11 @@ func (l Layout) Instances(task string) string { return l.Task(task) + "/instance
 // LastCommit is a task's checkpoint mirror.
 func (l Layout) LastCommit(task string) string { return l.Task(task) + "/lastCommit" }
 
+// Groups is the directory of the cold groups.
+func (l Layout) Groups() string { return l.Root + "/tasks-groups" }
+
 // Group is the directory of a cold group's tasks.
-func (l Layout) Group(group string) string { return l.Root + "/tasks-groups/" + group }
+func (l Layout) Group(group string) string { return l.Groups() + "/" + group }
 
 // GroupTask is a cold task's membership node in its group.
 func (l Layout) GroupTask(group, task string) string { return l.Group(group) + "/" + task }
