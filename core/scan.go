@@ -75,10 +75,10 @@ type coldScan struct {
 func (cs *coldScan) once(ctx context.Context) {
 	c := cs.c
 	names, err := c.groupTasks(ctx)
-	if err != nil && ctx.Err() == nil {
-		cs.log.Warn("group scan failed; trying again next interval", "err", err)
+	var v *groupView
+	if err == nil {
+		v, err = cs.survey(ctx, names)
 	}
-	v, err := cs.survey(ctx, names)
 	if err != nil {
 		if ctx.Err() == nil {
 			cs.log.Warn("group scan failed; trying again next interval", "err", err)
