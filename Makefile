@@ -45,6 +45,7 @@ bench: build
 	$(TEST_ENV) $(GO) test -run '^$$' -bench . -benchtime 1x ./collector/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench 'BenchmarkApply|BenchmarkSteadyLag' -benchtime 1x -timeout 90m ./replication/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkMySQLFailover -benchtime 5x ./core/
+	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkColdRebalance -benchtime 1x ./core/
 
 demo: build demo-deps
 	scripts/demo.sh

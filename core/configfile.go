@@ -24,6 +24,9 @@ type FileConfig struct {
 	Tasks              []string      `yaml:"task"`
 	Group              string        `yaml:"group"`
 	ScanInterval       time.Duration `yaml:"scan-interval"`
+	Capacity           int           `yaml:"capacity"`
+	BalanceMoves       *int          `yaml:"balance-moves"`
+	BalanceGrace       time.Duration `yaml:"balance-grace"`
 	Root               string        `yaml:"root"`
 	CheckpointInterval time.Duration `yaml:"checkpoint-interval"`
 	MaxFailures        int           `yaml:"max-failures"`

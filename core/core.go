@@ -23,7 +23,12 @@ const (
 	DefaultMaxFailures        = 3
 	DefaultRetryBase          = time.Second
 	DefaultRetryMax           = 30 * time.Second
+	DefaultBalanceMoves       = 1
 )
+
+// BalanceOff as Config.BalanceMoves turns the balancing of a cold group
+// off: a core takes every unowned task it finds and hands nothing over.
+const BalanceOff = -1
 
 // Config configures a Core. It runs named tasks in hot standby (Tasks),
 // or scans a cold-standby group (Group), or both.
@@ -37,6 +42,18 @@ type Config struct {
 	Group string
 	// ScanInterval is the period of the group scan.
 	ScanInterval time.Duration
+	// Capacity is this core's weight in its group: it holds about
+	// Capacity/(sum of the live cores' capacities) of the group's tasks.
+	// 0 means 1.
+	Capacity int
+	// BalanceMoves is how many tasks the core hands over at most per scan
+	// interval to even out its group; 0 means DefaultBalanceMoves and
+	// BalanceOff turns balancing off.
+	BalanceMoves int
+	// BalanceGrace is how long a core of the group must be gone before
+	// the others count it out of the shares (so that a restart moves
+	// nothing twice); 0 means the session timeout.
+	BalanceGrace time.Duration
 	// Root is the root of the replication znodes (default DefaultRoot).
 	Root string
 	// CheckpointInterval is how often a RUNNING instance mirrors its
@@ -116,16 +133,28 @@ func New(s *recipe.Session, cfg Config) (*Core, error) {
 	if cfg.RetryMax == 0 {
 		cfg.RetryMax = DefaultRetryMax
 	}
+	if cfg.Capacity == 0 {
+		cfg.Capacity = 1
+	}
+	if cfg.BalanceMoves == 0 {
+		cfg.BalanceMoves = DefaultBalanceMoves
+	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"scan-interval", cfg.ScanInterval}, {"checkpoint-interval", cfg.CheckpointInterval}, {"retry-base", cfg.RetryBase}, {"retry-max", cfg.RetryMax}} {
+	}{{"scan-interval", cfg.ScanInterval}, {"checkpoint-interval", cfg.CheckpointInterval}, {"retry-base", cfg.RetryBase}, {"retry-max", cfg.RetryMax}, {"balance-grace", cfg.BalanceGrace}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s %v: must be positive", d.name, d.v))
 		}
 	}
 	if cfg.MaxFailures < 0 {
 		errs = append(errs, fmt.Errorf("max-failures %d: must be positive", cfg.MaxFailures))
+	}
+	if cfg.Capacity < 0 || cfg.Capacity > maxCapacity {
+		errs = append(errs, fmt.Errorf("capacity %d: want 1 to %d", cfg.Capacity, maxCapacity))
+	}
+	if cfg.BalanceMoves < BalanceOff {
+		errs = append(errs, fmt.Errorf("balance-moves %d: want -1 (off), 0 (default) or more", cfg.BalanceMoves))
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrBadConfig, errors.Join(errs...))
@@ -223,6 +252,20 @@ func (c *Core) election(dir string) *recipe.Election {
 	now := time.Now().UTC()
 	st := InstanceState{Version: docVersion, State: StateStandby, Host: c.cfg.Host, PID: os.Getpid(), Since: now, Updated: now}
 	return recipe.NewElection(c.s, dir, string(st.Marshal()), recipe.WithElectionNodePrefix(c.cfg.Host+"-"))
+}
+
+// maxCapacity bounds --capacity, so that shares cannot overflow.
+const maxCapacity = 10_000
+
+// grace is how long a gone member still counts in the group's shares.
+func (c *Core) grace() time.Duration {
+	switch {
+	case c.cfg.BalanceGrace > 0:
+		return c.cfg.BalanceGrace
+	case c.s.Timeout() > 0:
+		return c.s.Timeout()
+	}
+	return recipe.DefaultSessionTimeout
 }
 
 // backoff is the jittered delay after n failures in a row.

@@ -17,6 +17,12 @@
 //   - Cold standby (Config.Group): cores scan the group's tasks every scan
 //     interval and try (Election.TryCampaign) to take each task whose
 //     instances directory is empty; a core that is not first withdraws.
+//     The cores of a group keep its tasks evenly spread (balance.go): each
+//     registers an ephemeral member node cores/<group>/<host> (Layout.Cores)
+//     and, from one picture of members and owners, takes unowned tasks
+//     while below its fair share and hands its surplus over — the clean
+//     stop of a shutdown — at a bounded rate, with hysteresis on members
+//     coming and going and optional pinning (standby.preferredCores).
 //
 // # Checkpoints and fencing
 //

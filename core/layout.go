@@ -13,6 +13,7 @@ const DefaultRoot = "/mysql_replicator"
 //	<root>/tasks/<task>/lastCommit                       checkpoint mirror
 //	<root>/tasks-groups/<group>/<task>                   cold group membership
 //	<root>/tasks-groups/<group>/<task>/instances/<host>-<seq>
+//	<root>/cores/<group>/<host>                          live cores of a group (EPHEMERAL)
 //
 // The spec and lastCommit of a cold task stay under tasks/<task>, so that
 // every verb finds a task in one place whatever its standby mode; the
@@ -39,8 +40,11 @@ func (l Layout) Instances(task string) string { return l.Task(task) + "/instance
 // LastCommit is a task's checkpoint mirror.
 func (l Layout) LastCommit(task string) string { return l.Task(task) + "/lastCommit" }
 
+// Groups is the directory of the cold groups.
+func (l Layout) Groups() string { return l.Root + "/tasks-groups" }
+
 // Group is the directory of a cold group's tasks.
-func (l Layout) Group(group string) string { return l.Root + "/tasks-groups/" + group }
+func (l Layout) Group(group string) string { return l.Groups() + "/" + group }
 
 // GroupTask is a cold task's membership node in its group.
 func (l Layout) GroupTask(group, task string) string { return l.Group(group) + "/" + task }
@@ -50,6 +54,11 @@ func (l Layout) GroupTask(group, task string) string { return l.Group(group) + "
 func (l Layout) GroupInstances(group, task string) string {
 	return l.GroupTask(group, task) + "/instances"
 }
+
+// Cores is the directory of a cold group's live cores: one ephemeral
+// member node per core, named by its host, holding a CoreMember. It is a
+// sibling of tasks-groups, so that no task name can collide with it.
+func (l Layout) Cores(group string) string { return l.Root + "/cores/" + group }
 
 // InstancesOf is where the instances of the task sp live.
 func (l Layout) InstancesOf(sp *Spec) string {

@@ -39,6 +39,11 @@ type memEngine struct {
 	// order; lastBy the last position each owner committed.
 	froms  []ownerPos
 	lastBy map[string]Position
+	// handovers are the gaps between the last commit of one owner and
+	// the first of the next, for benchmarks of hand-over time.
+	handovers   []time.Duration
+	lastOwner   string
+	lastOwnerAt time.Time
 }
 
 type ownerPos struct {
@@ -213,7 +218,12 @@ func (r *memRep) Run(ctx context.Context, from Position, epoch int64, owner stri
 			e.mu.Unlock()
 			continue // caught up: poll for more
 		}
-		e.cp = Checkpoint{Position: Position{File: memFile, Pos: uint32(next)}, Epoch: epoch, Owner: owner, Time: time.Now()}
+		now := time.Now()
+		if e.lastOwner != "" && e.lastOwner != owner {
+			e.handovers = append(e.handovers, now.Sub(e.lastOwnerAt))
+		}
+		e.lastOwner, e.lastOwnerAt = owner, now
+		e.cp = Checkpoint{Position: Position{File: memFile, Pos: uint32(next)}, Epoch: epoch, Owner: owner, Time: now}
 		e.hasCP = true
 		e.lastBy[owner] = e.cp.Position
 		e.mu.Unlock()
@@ -261,4 +271,14 @@ func (e *memEngine) stats() (maxRunning, fenced, opens int, cp Checkpoint) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.maxRunning, e.fenced, e.opens, e.cp
+}
+
+// takeHandovers returns the hand-over gaps recorded so far and forgets
+// them.
+func (e *memEngine) takeHandovers() []time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h := e.handovers
+	e.handovers = nil
+	return h
 }

@@ -17,6 +17,8 @@ type metrics struct {
 	terms    *prometheus.CounterVec // task: terms of ownership begun (takeovers and first starts)
 	fenced   *prometheus.CounterVec // task: terms ended because a newer owner fenced this one
 	failures *prometheus.CounterVec // task, kind (retryable, non_retryable)
+	// handovers counts the cold tasks this core handed to its group.
+	handovers *prometheus.CounterVec // reason (balance, pinned, shutdown)
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,9 +47,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "shepherd_core_failures_total",
 			Help: "Replication failures of the tasks this core ran, by kind (retryable, non_retryable).",
 		}, []string{"task", "kind"}),
+		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_core_handovers_total",
+			Help: "Cold-standby tasks this core handed over to its group, by reason: balance (over its fair share), pinned (to a preferred core), shutdown.",
+		}, []string{"reason"}),
+	}
+	for _, r := range moveReasons {
+		m.handovers.WithLabelValues(r) // exported at 0 from the start
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.state, m.lag, m.rows, m.terms, m.fenced, m.failures} {
+		for _, c := range []prometheus.Collector{m.state, m.lag, m.rows, m.terms, m.fenced, m.failures, m.handovers} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

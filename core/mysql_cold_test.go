@@ -16,15 +16,7 @@ func TestMySQLColdGroupKill9(t *testing.T) {
 		ctx := ctxFor(t, 3*time.Minute)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
-		var tasks, dbs []string
-		for range 3 {
-			db := testDB("cold")
-			createWorkloadSchema(t, db, source, target)
-			sp := mysqlSpec("cold_"+db, db, source, target)
-			sp.Standby = Standby{Mode: ModeCold, Group: "g1"}
-			mustAdd(t, a, sp)
-			tasks, dbs = append(tasks, sp.Name), append(dbs, db)
-		}
+		tasks, dbs := addColdMySQLTasks(t, a, "cold", 3, source, target)
 		const scan = 500 * time.Millisecond // startCoreProc's --scan-interval
 		cores := map[string]*coreProc{
 			"a": startCoreProc(t, connect, "a", "--group", "g1"),
@@ -36,14 +28,7 @@ func TestMySQLColdGroupKill9(t *testing.T) {
 			return err
 		})
 		// The start positions are pinned once the tasks run: load now.
-		waitFor(t, 10*time.Second, "every start position in lastCommit", func() error {
-			for _, task := range tasks {
-				if lc, ok, err := readLastCommit(ctx, a.s, a.layout.LastCommit(task)); !ok || err != nil || lc.Position().IsZero() {
-					return fmt.Errorf("%s: lastCommit %+v, %v", task, lc, err)
-				}
-			}
-			return nil
-		})
+		waitStartsPinned(t, ctx, a, tasks)
 		loaded := make(chan error, len(dbs))
 		for _, db := range dbs {
 			go func() { loaded <- load(ctx, source.DB(t), db, 0, 20_000, 200) }()

@@ -75,12 +75,13 @@ func TestLoadConfigFile(t *testing.T) {
 		}
 		return p
 	}
-	good := write("core.yaml", "zk: zk1:2181/prod\nhost: db-a\ntask: [t1, t2]\nscan-interval: 3s\nmax-failures: 5\n")
+	good := write("core.yaml", "zk: zk1:2181/prod\nhost: db-a\ntask: [t1, t2]\nscan-interval: 3s\nmax-failures: 5\ncapacity: 2\nbalance-moves: 0\nbalance-grace: 20s\n")
 	fc, err := LoadConfigFile(t.Context(), good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fc.ZK != "zk1:2181/prod" || fc.Host != "db-a" || !reflect.DeepEqual(fc.Tasks, []string{"t1", "t2"}) || fc.ScanInterval != 3*time.Second || fc.MaxFailures != 5 {
+	if fc.ZK != "zk1:2181/prod" || fc.Host != "db-a" || !reflect.DeepEqual(fc.Tasks, []string{"t1", "t2"}) || fc.ScanInterval != 3*time.Second || fc.MaxFailures != 5 ||
+		fc.Capacity != 2 || fc.BalanceMoves == nil || *fc.BalanceMoves != 0 || fc.BalanceGrace != 20*time.Second {
 		t.Errorf("parsed %+v", fc)
 	}
 	bad := write("bad.yaml", "zk: x\nscan_interval: 3s\n")
@@ -106,6 +107,9 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"bad group", Config{Host: "h", Group: "g 1", Engine: eng}, "group:"},
 		{"no engine", Config{Host: "h", Tasks: []string{"t"}}, "no replication engine"},
 		{"negative", Config{Host: "h", Tasks: []string{"t"}, Engine: eng, ScanInterval: -time.Second}, "scan-interval -1s"},
+		{"negative capacity", Config{Host: "h", Group: "g", Engine: eng, Capacity: -1}, "capacity -1"},
+		{"bad balance-moves", Config{Host: "h", Group: "g", Engine: eng, BalanceMoves: -2}, "balance-moves -2"},
+		{"negative grace", Config{Host: "h", Group: "g", Engine: eng, BalanceGrace: -time.Second}, "balance-grace -1s"},
 	} {
 		_, err := New(nil, tc.cfg)
 		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.want) {

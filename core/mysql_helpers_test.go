@@ -306,3 +306,33 @@ func freeTCPPort(t testing.TB) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// addColdMySQLTasks adds n cold tasks of group g1, each replicating its
+// own workload database (named prefix_<n>), and returns their names and
+// databases.
+func addColdMySQLTasks(t testing.TB, a *Admin, prefix string, n int, source, target *testpeer.MariaDB) (tasks, dbs []string) {
+	t.Helper()
+	for range n {
+		db := testDB(prefix)
+		createWorkloadSchema(t, db, source, target)
+		sp := mysqlSpec(prefix+"_"+db, db, source, target)
+		sp.Standby = Standby{Mode: ModeCold, Group: "g1"}
+		mustAdd(t, a, sp)
+		tasks, dbs = append(tasks, sp.Name), append(dbs, db)
+	}
+	return tasks, dbs
+}
+
+// waitStartsPinned waits until every task has pinned its start position
+// in lastCommit: a load written after that is replicated whole.
+func waitStartsPinned(t testing.TB, ctx context.Context, a *Admin, tasks []string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "every start position in lastCommit", func() error {
+		for _, task := range tasks {
+			if lc, ok, err := readLastCommit(ctx, a.s, a.layout.LastCommit(task)); !ok || err != nil || lc.Position().IsZero() {
+				return fmt.Errorf("%s: lastCommit %+v, %v", task, lc, err)
+			}
+		}
+		return nil
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -117,6 +118,10 @@ type Standby struct {
 	Mode string `json:"mode" yaml:"mode"`
 	// Group is the cold-standby group, required with mode cold.
 	Group string `json:"group,omitempty" yaml:"group"`
+	// PreferredCores pins a cold task to some cores of its group (by
+	// --host): one of them takes it whenever one is live, and they never
+	// hand it over for balance. Other cores run it only while none is.
+	PreferredCores []string `json:"preferredCores,omitempty" yaml:"preferredCores"`
 }
 
 // Apply tunes the writes to the target. Zero values mean the
@@ -256,6 +261,9 @@ func (sp *Spec) Validate() error {
 		if sp.Standby.Group != "" {
 			bad("standby.group", "only cold standby has a group (mode is hot)")
 		}
+		if len(sp.Standby.PreferredCores) > 0 {
+			bad("standby.preferredCores", "only cold standby has preferred cores (mode is hot)")
+		}
 	case ModeCold:
 		if sp.Standby.Group == "" {
 			bad("standby.group", "required with mode cold")
@@ -264,6 +272,13 @@ func (sp *Spec) Validate() error {
 		}
 	default:
 		bad("standby.mode", "%q: want hot or cold", sp.Standby.Mode)
+	}
+	for i, h := range sp.Standby.PreferredCores {
+		if err := checkName(h); err != nil {
+			bad(fmt.Sprintf("standby.preferredCores[%d]", i), "%v", err)
+		} else if slices.Index(sp.Standby.PreferredCores, h) != i {
+			bad(fmt.Sprintf("standby.preferredCores[%d]", i), "%q given twice", h)
+		}
 	}
 	if sp.State != DesiredRunning && sp.State != DesiredStopped {
 		bad("state", "%q: want running or stopped", sp.State)

@@ -31,7 +31,7 @@ func TestParseSpecDefaultsAndRoundTrip(t *testing.T) {
 	if sp.Version != SpecVersion || sp.State != DesiredRunning || sp.Target.Port != 3306 {
 		t.Errorf("defaults: version %d, state %q, target port %d; want %d, running, 3306", sp.Version, sp.State, sp.Target.Port, SpecVersion)
 	}
-	if sp.Standby != (Standby{Mode: ModeCold, Group: "g1"}) || sp.Apply != (Apply{500, 20000}) || len(sp.Routes) != 2 {
+	if sp.Standby.Mode != ModeCold || sp.Standby.Group != "g1" || sp.Standby.PreferredCores != nil || sp.Apply != (Apply{500, 20000}) || len(sp.Routes) != 2 {
 		t.Errorf("parsed %+v", sp)
 	}
 	back, err := decodeStoredSpec("copy_hot_item", sp.Marshal())
@@ -78,6 +78,9 @@ func TestParseSpecErrorsNameTheField(t *testing.T) {
 		{"mode", base + "standby: {mode: warm}\n", []string{"standby.mode", "warm"}},
 		{"cold without group", base + "standby: {mode: cold}\n", []string{"standby.group: required"}},
 		{"hot with group", base + "standby: {mode: hot, group: g}\n", []string{"standby.group", "only cold"}},
+		{"hot with preferred cores", base + "standby: {mode: hot, preferredCores: [a]}\n", []string{"standby.preferredCores", "only cold"}},
+		{"bad preferred core", base + "standby: {mode: cold, group: g, preferredCores: [a, a, 'b c']}\n",
+			[]string{`standby.preferredCores[1]: "a" given twice`, "standby.preferredCores[2]"}},
 		{"state", base + "state: paused\n", []string{"state:", "paused"}},
 		{"batch", base + "apply: {batchRows: -1, maxTxnRows: 99999999999}\n", []string{"apply.batchRows: -1", "apply.maxTxnRows"}},
 		{"version", base + "version: 2\n", []string{"version: 2 is not supported"}},

@@ -29,6 +29,11 @@ func (r *runner) taskCommand() *cli.Command {
 		Usage:  "list tasks with their owner, position and lag",
 		Action: r.taskList,
 	}, {
+		Name:      "groups",
+		Usage:     "show cold-standby groups: live cores, tasks per core against its share, moves in progress",
+		ArgsUsage: "[group]",
+		Action:    r.taskGroups,
+	}, {
 		Name:      "show",
 		Usage:     "show a task: spec, lastCommit, instances (RUNNING, STANDBY …), lag",
 		ArgsUsage: "task",
@@ -56,10 +61,11 @@ func (r *runner) taskCommand() *cli.Command {
 	}}
 	return &cli.Command{
 		Name:      "task",
-		Usage:     "manage replication tasks: add, list, show, start, stop, rm, reset-epoch",
-		ArgsUsage: "[--root path] add|list|show|start|stop|rm|reset-epoch [args]",
+		Usage:     "manage replication tasks: add, list, groups, show, start, stop, rm, reset-epoch",
+		ArgsUsage: "[--root path] add|list|groups|show|start|stop|rm|reset-epoch [args]",
 		Description: `  add [--replace] -f task.yaml  add a task from a YAML or JSON spec (- for stdin)
   list                          tasks with their owner, state, position and lag
+  groups [group]                cold groups: live cores, tasks per core and share, moves
   show <task>                   spec, lastCommit and instances (RUNNING, STANDBY …)
   start <task>                  desired state running; restarts a FAILED task
   stop <task>                   desired state stopped: the owner pauses (cold: gives it up)
@@ -70,15 +76,15 @@ func (r *runner) taskCommand() *cli.Command {
 
 Replication tasks live under /mysql_replicator (--root, or SHEPHERD_REPLICATION_ROOT):
 tasks/<task> holds the spec, tasks/<task>/instances the cores standing by for it
-(cold-standby tasks: tasks-groups/<group>/<task>/instances), tasks/<task>/lastCommit
-the checkpoint. See docs/replication.md.`,
+(cold-standby tasks: tasks-groups/<group>/<task>/instances, live cores of a group:
+cores/<group>/<host>), tasks/<task>/lastCommit the checkpoint. See docs/replication.md.`,
 		Flags:       []cli.Flag{root},
 		Subcommands: subs,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usagef("task: unknown verb %q: want add, list, show, start, stop, rm or reset-epoch", c.Args().First())
+				return usagef("task: unknown verb %q: want add, list, groups, show, start, stop, rm or reset-epoch", c.Args().First())
 			}
-			return usagef("task: missing verb: add, list, show, start, stop, rm or reset-epoch (shepherd ctl task --help)")
+			return usagef("task: missing verb: add, list, groups, show, start, stop, rm or reset-epoch (shepherd ctl task --help)")
 		},
 	}
 }
@@ -176,6 +182,38 @@ func (r *runner) taskList(c *cli.Context) error {
 		return writeJSON(r.env.Stdout, tasks)
 	}
 	writeTaskList(r.env.Stdout, tasks, time.Now())
+	groups, err := a.Groups(ctx)
+	if err != nil {
+		return err
+	}
+	writeGroupSpread(r.env.Stdout, groups)
+	return nil
+}
+
+func (r *runner) taskGroups(c *cli.Context) error {
+	if c.Args().Len() > 1 {
+		return usagef("task groups: want at most one group name (usage: %s)", c.Command.UsageText)
+	}
+	a, err := r.admin(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	var groups []core.GroupStatus
+	if name := c.Args().First(); name != "" {
+		g, err := a.Group(ctx, name)
+		if err != nil {
+			return err
+		}
+		groups = []core.GroupStatus{g}
+	} else if groups, err = a.Groups(ctx); err != nil {
+		return err
+	}
+	if r.json {
+		return writeJSON(r.env.Stdout, groups)
+	}
+	writeGroups(r.env.Stdout, groups, time.Now())
 	return nil
 }
 

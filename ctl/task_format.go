@@ -3,6 +3,8 @@ package ctl
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -180,4 +182,53 @@ func oneLine(s string) string {
 		return "-"
 	}
 	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// writeGroupSpread prints one line per cold group with live cores: the
+// tasks each core holds against its share, and what is moving.
+func writeGroupSpread(w io.Writer, groups []core.GroupStatus) {
+	for _, g := range groups {
+		if len(g.Cores) == 0 {
+			continue
+		}
+		cores := make([]string, len(g.Cores))
+		for i, c := range g.Cores {
+			cores[i] = fmt.Sprintf("%s %d/%d", c.Host, len(c.Tasks), c.Share)
+		}
+		fmt.Fprintf(w, "group %s: %s (tasks/share); %d moving, %d unowned\n", g.Name, strings.Join(cores, ", "), len(g.Moves), len(g.Unowned))
+	}
+}
+
+// writeGroups prints the group view: each cold group's live cores with
+// their tasks and share, the hand-overs in progress and unowned tasks.
+func writeGroups(w io.Writer, groups []core.GroupStatus, now time.Time) {
+	for i, g := range groups {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "group %s: %d tasks to run, %d live cores\n", g.Name, g.Tasks, len(g.Cores))
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "  CORE\tCAPACITY\tSHARE\tTASKS\tOWNS")
+		for _, c := range g.Cores {
+			owns := listText(c.Tasks)
+			if c.Error != "" {
+				owns += " (member node: " + oneLine(c.Error) + ")"
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%s\n", c.Host, c.Capacity, c.Share, len(c.Tasks), owns)
+		}
+		tw.Flush()
+		for _, m := range g.Moves {
+			to := m.To
+			if to == "" {
+				to = "any core"
+			}
+			fmt.Fprintf(w, "  moving: %s %s -> %s (%s, share %d, %s)\n", m.Task, m.From, to, m.Reason, m.Share, ago(m.Since, now))
+		}
+		if len(g.Unowned) > 0 {
+			fmt.Fprintf(w, "  unowned: %s\n", listText(g.Unowned))
+		}
+		for _, name := range slices.Sorted(maps.Keys(g.Others)) {
+			fmt.Fprintf(w, "  %s: owned by %s, not a live core of the group\n", name, g.Others[name])
+		}
+	}
 }

@@ -229,3 +229,72 @@ func (fakeReplicator) Run(context.Context, core.Position, int64, string, func(co
 }
 
 func (fakeReplicator) Close() error { return nil }
+
+// TestTaskGroups: task groups and task list show a cold group's spread
+// over its live cores (member nodes) and the moves in progress.
+func TestTaskGroups(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		s := dialSession(t, conn)
+		ctx := context.Background()
+		a := core.NewAdmin(s, "")
+		for _, name := range []string{"c1", "c2", "c3"} {
+			sp, err := core.ParseSpec([]byte(strings.Replace(taskYAML, "copy_hot_item", name, 1) + "standby: {mode: cold, group: g1}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.AddTask(ctx, sp, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := time.Now().UTC()
+		members := a.Layout().Cores("g1")
+		if err := s.EnsurePath(ctx, members); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []core.CoreMember{
+			{Version: 1, Host: "db-a", Capacity: 1, Since: now, Moves: []core.Move{{Task: "c2", From: "db-a", To: "db-b", Reason: core.MoveBalance, Share: 1, Since: now}}},
+			{Version: 1, Host: "db-b", Capacity: 2, Since: now},
+		} {
+			if _, err := s.Create(ctx, members+"/"+m.Host, m.Marshal(), zk.FlagEphemeral, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		running := core.InstanceState{Version: 1, State: core.StateRunning, Host: "db-a", Since: now, Updated: now}
+		for _, name := range []string{"c1", "c3"} {
+			dir := a.Layout().GroupInstances("g1", name)
+			if err := s.EnsurePath(ctx, dir); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Create(ctx, dir+"/db-a-", running.Marshal(), zk.FlagEphemeralSequential, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := mustCtl(t, conn, "task", "groups")
+		t.Logf("task groups:\n%s", out)
+		for _, re := range []string{
+			`(?m)^group g1: 3 tasks to run, 2 live cores$`,
+			`(?m)^  db-a\s+1\s+1\s+2\s+c1, c3$`,
+			`(?m)^  db-b\s+2\s+2\s+0\s+-$`,
+			`(?m)^  moving: c2 db-a -> db-b \(balance, share 1, \d+s ago\)$`,
+			`(?m)^  unowned: c2$`,
+		} {
+			if !regexp.MustCompile(re).MatchString(out) {
+				t.Errorf("task groups lacks %s", re)
+			}
+		}
+		if list := mustCtl(t, conn, "task", "list"); !strings.Contains(list, "group g1: db-a 2/1, db-b 0/2 (tasks/share); 1 moving, 1 unowned") {
+			t.Errorf("task list lacks the spread:\n%s", list)
+		}
+		var gs []core.GroupStatus
+		if err := json.Unmarshal([]byte(mustCtl(t, conn, "--json", "task", "groups", "g1")), &gs); err != nil {
+			t.Fatal(err)
+		}
+		if len(gs) != 1 || gs[0].Tasks != 3 || len(gs[0].Cores) != 2 || len(gs[0].Moves) != 1 {
+			t.Errorf("task groups --json g1: %+v", gs)
+		}
+		if r := runCtl(t, conn, "task", "groups", "a", "b"); r.code != ExitUsage {
+			t.Errorf("task groups a b: %v", r)
+		}
+	})
+}

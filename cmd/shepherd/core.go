@@ -27,7 +27,8 @@ func coreCommand() *cli.Command {
 		Description: `Registers as an instance of each --task (hot standby: the first instance runs the
 task, the others take over within a second of its session ending) and/or scans the
 tasks of a --group every --scan-interval (cold standby: an unowned task is taken by
-the first core to find it). Tasks are added with "shepherd ctl task add -f task.yaml".
+the first core to find it, and the group's cores keep its tasks evenly spread, weighted
+by --capacity). Tasks are added with "shepherd ctl task add -f task.yaml".
 SIGINT or SIGTERM stops applying, writes lastCommit and hands the tasks over.
 --config reads a YAML file whose keys are these flag names; flags win over it.
 See docs/replication.md.`,
@@ -41,6 +42,10 @@ See docs/replication.md.`,
 			&cli.StringSliceFlag{Name: "task", Usage: "task to stand by for (hot standby); repeat for several"},
 			&cli.StringFlag{Name: "group", Usage: "cold-standby group to scan"},
 			&cli.DurationFlag{Name: "scan-interval", Value: core.DefaultScanInterval, Usage: "period of the group scan"},
+			&cli.IntFlag{Name: "capacity", Value: 1, Usage: "this core's weight in its group: its share of the group's tasks is capacity / sum of the live cores' capacities"},
+			&cli.IntFlag{Name: "balance-moves", Value: core.DefaultBalanceMoves,
+				Usage: "tasks this core hands over at most per scan interval to even out its group; 0 turns balancing off"},
+			&cli.DurationFlag{Name: "balance-grace", Usage: "how long a core of the group must be gone before the others share out its part (default: the session timeout)"},
 			&cli.StringFlag{Name: "root", Value: core.DefaultRoot, Usage: "root of the replication nodes (below the --zk chroot)"},
 			&cli.DurationFlag{Name: "checkpoint-interval", Value: core.DefaultCheckpointInterval,
 				Usage: "how often a running task mirrors its checkpoint to lastCommit"},
@@ -99,6 +104,16 @@ func coreSettings(c *cli.Context) (core.FileConfig, error) {
 	if use("scan-interval", fc.ScanInterval == 0) {
 		fc.ScanInterval = c.Duration("scan-interval")
 	}
+	if use("capacity", fc.Capacity == 0) {
+		fc.Capacity = c.Int("capacity")
+	}
+	if use("balance-moves", fc.BalanceMoves == nil) {
+		n := c.Int("balance-moves")
+		fc.BalanceMoves = &n
+	}
+	if use("balance-grace", fc.BalanceGrace == 0) {
+		fc.BalanceGrace = c.Duration("balance-grace")
+	}
 	if use("root", fc.Root == "") {
 		fc.Root = c.String("root")
 	}
@@ -128,9 +143,17 @@ func runCore(c *cli.Context) error {
 	if c.Args().Present() {
 		return fmt.Errorf("core: unexpected argument %q (tasks are given with --task)", c.Args().First())
 	}
+	moves := *fc.BalanceMoves
+	if moves < 0 {
+		return fmt.Errorf("core: --balance-moves %d: want 0 (balancing off) or more", moves)
+	}
+	if moves == 0 {
+		moves = core.BalanceOff
+	}
 	reg := prometheus.NewRegistry()
 	cfg := core.Config{
 		Host: fc.Host, Tasks: fc.Tasks, Group: fc.Group, ScanInterval: fc.ScanInterval, Root: fc.Root,
+		Capacity: fc.Capacity, BalanceMoves: moves, BalanceGrace: fc.BalanceGrace,
 		CheckpointInterval: fc.CheckpointInterval, MaxFailures: fc.MaxFailures, RetryBase: fc.RetryBase, RetryMax: fc.RetryMax,
 		Engine: core.MySQL{}, Logger: slog.Default(), Registerer: reg,
 	}
