@@ -224,7 +224,7 @@ func (c *Collector) register(ctx context.Context) error {
 	}
 	data, stat, err := c.s.Get(ctx, StatusPath(c.cfg.Name))
 	if errors.Is(err, zk.ErrNoNode) {
-		st := Status{Version: schemaVersion, Name: c.cfg.Name, Time: time.Now().UTC(), Progress: map[string]Progress{}}
+		st := Status{Version: statusSchema, Name: c.cfg.Name, Time: time.Now().UTC(), Progress: map[string]Progress{}}
 		if _, err := c.s.Create(ctx, StatusPath(c.cfg.Name), encode(st), zk.FlagPersistent, nil); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
@@ -495,7 +495,7 @@ func (c *Collector) collectOne(ctx context.Context, src *source) (Progress, []by
 // multi that fails if our assignment changed since we last read it.
 func (c *Collector) commit(ctx context.Context) error {
 	dirty := c.uncommitted
-	st := Status{Version: schemaVersion, Name: c.cfg.Name, Progress: maps.Clone(c.status.Progress)}
+	st := Status{Version: statusSchema, Name: c.cfg.Name, Progress: maps.Clone(c.status.Progress)}
 	for uri, p := range st.Progress {
 		if _, ok := c.srcs[uri]; !ok && p.Owned {
 			p.Owned = false
