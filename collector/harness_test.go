@@ -138,8 +138,10 @@ type agents struct {
 	connect string
 	out     string // parent of the agents' output directories
 	strat   Strategy
-	mu      sync.Mutex
-	running map[string]func()
+	// deadAfter, if set, replaces the assigners' testDeadAfter.
+	deadAfter time.Duration
+	mu        sync.Mutex
+	running   map[string]func()
 }
 
 func newAgents(t *testing.T, connect string, strategy Strategy) *agents {
@@ -160,6 +162,9 @@ func (a *agents) dirs() []string {
 func (a *agents) start(name string, assign bool) {
 	cfg := testAgentConfig(a.connect, name, a.dir(name), a.strat, testLogger().With("agent", name))
 	cfg.Assign = assign
+	if a.deadAfter > 0 {
+		cfg.Assigner.DeadAfter = a.deadAfter
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -212,7 +217,7 @@ func dial(t *testing.T, connect string) *recipe.Session {
 func assignments(s *recipe.Session) (map[string][]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	infos, err := ListCollectors(ctx, s, time.Hour)
+	infos, _, err := ListCollectors(ctx, s, time.Hour)
 	if err != nil {
 		return nil, err
 	}
