@@ -116,3 +116,31 @@ func TestCollectorList(t *testing.T) {
 		}
 	})
 }
+
+// TestCollectorAndSourceHelp: --help of every collector and source verb
+// exits 0 and prints the verb's usage and flags, without dialling.
+func TestCollectorAndSourceHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"collector", "--help"}, []string{"shepherd ctl collector", "list"}},
+		{[]string{"collector", "list", "--help"}, []string{"shepherd ctl collector list", "--dead-after", "--help"}},
+		{[]string{"collector", "list", "-h"}, []string{"--dead-after"}},
+		{[]string{"source", "--help"}, []string{"shepherd ctl source", "add", "rm", "list"}},
+		{[]string{"source", "add", "--help"}, []string{"shepherd ctl source add uri…", "--help"}},
+		{[]string{"source", "rm", "--help"}, []string{"shepherd ctl source rm uri…", "--help"}},
+		{[]string{"source", "list", "--help"}, []string{"shepherd ctl source list", "--help"}},
+	} {
+		r := runCtl(t, "127.0.0.1:1", tc.args...)
+		if r.code != 0 {
+			t.Errorf("ctl %s: exit %d, want 0: %v", strings.Join(tc.args, " "), r.code, r)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("ctl %s printed %q, want it to contain %q", strings.Join(tc.args, " "), r.stdout, w)
+			}
+		}
+	}
+}
