@@ -129,10 +129,10 @@ type termClock struct {
 }
 
 // tick records a round at server time now and reports whether rounds
-// have run without a gap (of more than half deadAfter) for deadAfter.
-func (c *termClock) tick(now int64, deadAfter time.Duration) bool {
+// have run without a gap longer than maxGap for deadAfter.
+func (c *termClock) tick(now int64, deadAfter, maxGap time.Duration) bool {
 	gap := time.Duration(now-c.last) * time.Millisecond
-	if c.last == 0 || gap > deadAfter/2 {
+	if c.last == 0 || gap > maxGap {
 		c.since = now
 	}
 	c.last = now
@@ -154,7 +154,9 @@ func (a *Assigner) assignRound(ctx context.Context, e *recipe.Election, clock *t
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", AssignerPath, err)
 	}
-	settled := clock.tick(res[1].Stat.Mtime, a.cfg.DeadAfter)
+	// A gap is a round later than two polls (or half of DeadAfter, if
+	// longer): this leader was cut off, and so may the collectors have been.
+	settled := clock.tick(res[1].Stat.Mtime, a.cfg.DeadAfter, max(a.cfg.DeadAfter/2, 2*a.cfg.PollInterval))
 	var srcDoc Sources
 	data, _, err := a.s.Get(ctx, SourcesPath)
 	switch {

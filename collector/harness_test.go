@@ -86,41 +86,54 @@ func (w *workload) counts() []int {
 }
 
 // verify checks that the outputs under dirs hold every written line of
-// every source exactly once, in order within each segment.
+// every source exactly once.
 func (w *workload) verify(dirs []string) error {
 	written := w.counts()
 	for i, uri := range w.uris {
-		seen := map[string]int{}
-		total := 0
-		for _, d := range dirs {
-			files, _ := filepath.Glob(filepath.Join(d, SourceKey(uri), "*.log"))
-			for _, f := range files {
-				fh, err := os.Open(f)
-				if err != nil {
-					return err
-				}
-				sc := bufio.NewScanner(fh)
-				for sc.Scan() {
-					seen[sc.Text()]++
-					total++
-				}
-				fh.Close()
+		lines := make([]string, written[i])
+		for j := range lines {
+			lines[j] = lineOf(i, j)
+		}
+		if err := exactlyOnce(dirs, uri, lines); err != nil {
+			return fmt.Errorf("source %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// exactlyOnce checks that the outputs of source uri under dirs hold each
+// line of written exactly once, and nothing else.
+func exactlyOnce(dirs []string, uri string, written []string) error {
+	seen := map[string]int{}
+	total := 0
+	for _, d := range dirs {
+		files, _ := filepath.Glob(filepath.Join(d, SourceKey(uri), "*.log"))
+		for _, f := range files {
+			fh, err := os.Open(f)
+			if err != nil {
+				return err
 			}
-		}
-		var missing, dups []string
-		for j := 0; j < written[i]; j++ {
-			switch seen[lineOf(i, j)] {
-			case 0:
-				missing = append(missing, lineOf(i, j))
-			case 1:
-			default:
-				dups = append(dups, lineOf(i, j))
+			sc := bufio.NewScanner(fh)
+			for sc.Scan() {
+				seen[sc.Text()]++
+				total++
 			}
+			fh.Close()
 		}
-		if len(missing) > 0 || len(dups) > 0 || total != written[i] {
-			return fmt.Errorf("source %d: %d lines written, %d in the outputs; %d missing (first %v), %d duplicated (first %v)",
-				i, written[i], total, len(missing), first(missing), len(dups), first(dups))
+	}
+	var missing, dups []string
+	for _, w := range written {
+		switch seen[w] {
+		case 0:
+			missing = append(missing, w)
+		case 1:
+		default:
+			dups = append(dups, w)
 		}
+	}
+	if len(missing) > 0 || len(dups) > 0 || total != len(written) {
+		return fmt.Errorf("%d lines written, %d in the outputs; %d missing (first %v), %d duplicated (first %v)",
+			len(written), total, len(missing), first(missing), len(dups), first(dups))
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -124,36 +123,8 @@ func (l *rotLog) verify(dirs []string) error {
 	l.mu.Lock()
 	written := append([]string(nil), l.written...)
 	l.mu.Unlock()
-	seen := map[string]int{}
-	total := 0
-	for _, d := range dirs {
-		files, _ := filepath.Glob(filepath.Join(d, SourceKey(l.uri), "*.log"))
-		for _, f := range files {
-			fh, err := os.Open(f)
-			if err != nil {
-				return err
-			}
-			sc := bufio.NewScanner(fh)
-			for sc.Scan() {
-				seen[sc.Text()]++
-				total++
-			}
-			fh.Close()
-		}
-	}
-	var missing, dups []string
-	for _, w := range written {
-		switch seen[w] {
-		case 0:
-			missing = append(missing, w)
-		case 1:
-		default:
-			dups = append(dups, w)
-		}
-	}
-	if len(missing) > 0 || len(dups) > 0 || total != len(written) {
-		return fmt.Errorf("%s: %d lines written, %d collected; %d missing (first %s), %d duplicated (first %s)",
-			l.mode.name, len(written), total, len(missing), first(missing), len(dups), first(dups))
+	if err := exactlyOnce(dirs, l.uri, written); err != nil {
+		return fmt.Errorf("%s: %w", l.mode.name, err)
 	}
 	return nil
 }

@@ -120,8 +120,8 @@ func TestTruncateThenRefillDetectedByFingerprint(t *testing.T) {
 	}
 }
 
-// gzipFile compresses p into p+".gz" and removes p, as logrotate's
-// compress does.
+// gzipFile compresses p into p+".gz", keeping its mtime, and removes p,
+// as logrotate's compress does.
 func gzipFile(t *testing.T, p string) {
 	t.Helper()
 	b, err := os.ReadFile(p)
@@ -139,6 +139,11 @@ func gzipFile(t *testing.T, p string) {
 	if err := os.WriteFile(p+".gz", z.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setMtime(t, p+".gz", st.ModTime()) // as gzip and logrotate do
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +166,11 @@ func TestRenamedThenCompressedReadFromGzip(t *testing.T) {
 		t.Fatal(err)
 	}
 	gzipFile(t, active+".1")
+	st, err := os.Stat(active + ".1.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtime := st.ModTime()
 	whole, err := os.ReadFile(active + ".1.gz")
 	if err != nil {
 		t.Fatal(err)
@@ -175,6 +185,7 @@ func TestRenamedThenCompressedReadFromGzip(t *testing.T) {
 	if err := os.WriteFile(active+".1.gz", whole, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	setMtime(t, active+".1.gz", mtime)
 	if got, _ = drain(t, rd, pos, 64); got != "a3\nb1\n" {
 		t.Fatalf("read %q, want a3 from the .gz, then b1", got)
 	}

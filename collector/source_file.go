@@ -370,11 +370,11 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 	}
 	if orig != nil {
 		// Truncated or replaced with no copy: read it from its start.
-		*pos = Position{Path: pos.Path, Ino: orig.ino, MTime: orig.mtime}
+		*pos = Position{Path: pos.Path, Ino: orig.ino, FP: fingerprint(orig.head), FPLen: int64(len(orig.head)), MTime: orig.mtime}
 		return nil, nil
 	}
 	// Deleted: go on with the file after it, if any.
-	if next, ok := f.successor(sc, *pos); ok {
+	if next, ok := f.successor(sc, *pos, false); ok {
 		*pos = next
 	}
 	return nil, nil
@@ -393,39 +393,51 @@ func better(o, best *openFile) bool {
 }
 
 // successor is where reading goes on after the finished content of pos:
-// Next if known, else the oldest file newer than it that is neither
-// compressed nor a copy of it.
-func (f *fileReader) successor(sc *scan, pos Position) (Position, bool) {
-	if pos.NextIno != 0 {
+// Next if known by its fingerprint; else the oldest file modified after
+// it that has content and is not a copy of it, compressed or not (logrotate
+// keeps the mtime of what it compresses). The successor is fingerprinted
+// at once, so that it is recognised wherever rotation takes it before it
+// is read; an empty file is not a successor yet, for the same reason.
+// active says the content is still at Path: then it is followed only by
+// an uncompressed file (a glob of dated names); a .gz is older content.
+func (f *fileReader) successor(sc *scan, pos Position, active bool) (Position, bool) {
+	if pos.NextIno != 0 && pos.NextFPLen > 0 {
 		return Position{Path: pos.Path, Ino: pos.NextIno, FP: pos.NextFP, FPLen: pos.NextFPLen, MTime: pos.MTime}, true
 	}
 	self := fileInfo{path: pos.Path, mtime: pos.MTime}
 	if pos.Drain != "" {
 		self.path = pos.Drain
 	}
-	var best *fileInfo
-	cands := sc.all()
-	for i, fi := range cands {
-		if fi.gz || fi.ino == pos.Ino || !newer(fi, self, pos.Path) || (best != nil && !newer(*best, fi, pos.Path)) {
+	var best *openFile
+	for _, fi := range sc.all() {
+		if fi.ino == pos.Ino || (active && fi.gz) || !newer(fi, self, pos.Path) || (best != nil && !newer(best.fileInfo, fi, pos.Path)) {
 			continue
 		}
-		if pos.FPLen > 0 {
-			o, err := open(fi)
-			if err != nil || o == nil {
-				continue
-			}
-			copyOf := o.holds(pos.FP, pos.FPLen)
-			o.Close()
-			if copyOf {
-				continue // the content already read, copied: never again
-			}
+		o, err := open(fi)
+		if err != nil || o == nil {
+			continue
 		}
-		best = &cands[i]
+		if len(o.head) == 0 || (pos.FPLen > 0 && o.holds(pos.FP, pos.FPLen)) {
+			o.Close() // nothing yet, or the content already read, copied: never again
+			continue
+		}
+		if best != nil {
+			best.Close()
+		}
+		best = o
 	}
 	if best == nil {
 		return pos, false
 	}
-	return Position{Path: best.path, Ino: best.ino, MTime: best.mtime}, true
+	defer best.Close()
+	next := Position{Path: best.path, Ino: best.ino, FP: fingerprint(best.head), FPLen: int64(len(best.head)), MTime: best.mtime}
+	if !sc.has(best.path) {
+		next.Path, next.Drain = pos.Path, best.path // a rotated file named after the active one
+	}
+	if pos.NextIno != 0 && best.ino != pos.NextIno {
+		next.NextIno = pos.NextIno // a later copy first; the truncated file still follows
+	}
+	return next, true
 }
 
 // readOn reads cur from pos and, at its end, moves to its successor.
@@ -470,7 +482,7 @@ func (f *fileReader) readOn(sc *scan, cur *openFile, pos Position, max int) ([]b
 	if !eof {
 		return nil, pos, lag, nil
 	}
-	next, ok := f.successor(sc, pos)
+	next, ok := f.successor(sc, pos, cur.path == pos.Path)
 	if !ok {
 		return nil, pos, lag, nil
 	}
