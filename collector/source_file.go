@@ -408,8 +408,14 @@ func (f *fileReader) successor(sc *scan, pos Position, active bool) (Position, b
 	if pos.Drain != "" {
 		self.path = pos.Drain
 	}
+	// Still active, it has not been rotated: only another match of the
+	// glob can follow it, and the files named after it are older.
+	cands := sc.matches
+	if !active {
+		cands = sc.all()
+	}
 	var best *openFile
-	for _, fi := range sc.all() {
+	for _, fi := range cands {
 		if fi.ino == pos.Ino || (active && fi.gz) || !newer(fi, self, pos.Path) || (best != nil && !newer(best.fileInfo, fi, pos.Path)) {
 			continue
 		}
