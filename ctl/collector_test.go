@@ -86,12 +86,17 @@ func TestCollectorList(t *testing.T) {
 					DeadAfter: time.Second, Logger: slog.New(slog.DiscardHandler)},
 			})
 		}()
-		defer func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("collector: %v", err)
+		stopped := false
+		stop := func() {
+			if !stopped {
+				stopped = true
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("collector: %v", err)
+				}
 			}
-		}()
+		}
+		defer stop()
 		waitFor(t, 20*time.Second, "the collector to report its lines", func() error {
 			out := mustCtl(t, zk, "collector", "list")
 			lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -113,6 +118,12 @@ func TestCollectorList(t *testing.T) {
 		if err := json.Unmarshal([]byte(mustCtl(t, zk, "--json", "collector", "list")), &doc); err != nil ||
 			len(doc.Collectors) != 1 || !doc.Collectors[0].Alive || doc.Collectors[0].Lines != 2 {
 			t.Fatalf("--json collector list: %+v, %v", doc, err)
+		}
+		// Stopped on purpose, it says so at once, whatever --dead-after.
+		stop()
+		r := runCtl(t, zk, "collector", "list")
+		if f := strings.Fields(strings.Split(r.stdout, "\n")[1]); r.code != 0 || f[1] != "stopped" || !strings.Contains(r.stderr, "no assigner leads") {
+			t.Fatalf("collector list after a graceful stop: %v; want host1 stopped, judged on ctl's clock", r)
 		}
 	})
 }
