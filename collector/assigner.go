@@ -97,10 +97,10 @@ func (a *Assigner) Run(ctx context.Context) error {
 
 // lead assigns until ctx ends. Liveness is judged by judge on the
 // server's clock, read from the mtime of this leader's own write of
-// AssignerPath at each round. Collectors judged dead for the age of
-// their status are not acted on until this leader has written rounds
-// without a gap for DeadAfter: after a failover, a suspension or a
-// server restart, live collectors get DeadAfter to write again. A
+// AssignerPath at each round. The sources of a collector judged dead for
+// the age of its status are not moved until this leader has written
+// rounds without a gap for DeadAfter: after a failover, a suspension or
+// a server restart, live collectors get DeadAfter to write again. A
 // collector that marked its status Leaving is dead at once.
 func (a *Assigner) lead(ctx context.Context, e *recipe.Election) error {
 	var clock termClock
@@ -154,9 +154,9 @@ func (a *Assigner) assignRound(ctx context.Context, e *recipe.Election, clock *t
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", AssignerPath, err)
 	}
-	// A gap is a round later than two polls (or half of DeadAfter, if
-	// longer): this leader was cut off, and so may the collectors have been.
-	settled := clock.tick(res[1].Stat.Mtime, a.cfg.DeadAfter, max(a.cfg.DeadAfter/2, 2*a.cfg.PollInterval))
+	// A gap of DeadAfter (or two polls, if longer) between rounds: this
+	// leader was cut off, and so may the collectors have been.
+	settled := clock.tick(res[1].Stat.Mtime, a.cfg.DeadAfter, max(a.cfg.DeadAfter, 2*a.cfg.PollInterval))
 	var srcDoc Sources
 	data, _, err := a.s.Get(ctx, SourcesPath)
 	switch {
@@ -186,8 +186,8 @@ func (a *Assigner) assignRound(ctx context.Context, e *recipe.Election, clock *t
 	members := membersOf(nodes, ref, a.cfg.DeadAfter)
 	if !settled {
 		for i, m := range members {
-			if !m.Alive && nodes[i].stamp.exists && !nodes[i].stamp.leaving {
-				return wake, nil // it may be alive and not yet reconnected
+			if !m.Alive && len(m.Assigned) > 0 && nodes[i].stamp.exists && !nodes[i].stamp.leaving {
+				return wake, nil // it may be alive and not yet reconnected: keep its sources
 			}
 		}
 	}

@@ -65,7 +65,7 @@ func TestTermClockWaitsAfterGap(t *testing.T) {
 		{9000, false}, // a gap: start again
 		{9400, false}, {9800, false}, {10000, true},
 	} {
-		if got := c.tick(st.now, d, d/2); got != st.want {
+		if got := c.tick(st.now, d, d); got != st.want {
 			t.Fatalf("tick(%d) = %v, want %v", st.now, got, st.want)
 		}
 	}
