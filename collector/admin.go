@@ -145,8 +145,6 @@ func ListCollectors(ctx context.Context, s *recipe.Session, deadAfter time.Durat
 	judged = JudgedByAssigner
 	if ref == 0 {
 		ref, judged = time.Now().UnixMilli(), JudgedLocally
-	} else {
-		ref = reference(ref, nodes)
 	}
 	if deadAfter <= 0 {
 		deadAfter = cmp.Or(published, DefaultDeadAfter)

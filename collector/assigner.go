@@ -182,8 +182,7 @@ func (a *Assigner) assignRound(ctx context.Context, e *recipe.Election, clock *t
 			a.log.Warn("overwriting a malformed assignment", "collector", n.name, "err", n.assignErr)
 		}
 	}
-	ref := reference(res[1].Stat.Mtime, nodes)
-	members := membersOf(nodes, ref, a.cfg.DeadAfter)
+	members := membersOf(nodes, res[1].Stat.Mtime, a.cfg.DeadAfter)
 	if !settled {
 		for i, m := range members {
 			if !m.Alive && len(m.Assigned) > 0 && nodes[i].stamp.exists && !nodes[i].stamp.leaving {

@@ -43,7 +43,10 @@ type stamp struct {
 // ListCollectors alike: a collector is alive if it has a status, that
 // status is not its last (Leaving), and it was written less than
 // deadAfter before now; now and the status's mtime are both the
-// coordination server's clock (ms).
+// coordination server's clock (ms). now is the time of the assigner's
+// round, written before any status is read: a status written since is
+// fresh (age 0). Taking the newest status as now instead would make the
+// statuses read first in a slow round look older than they are.
 func judge(s stamp, now int64, deadAfter time.Duration) Liveness {
 	if !s.exists {
 		return Liveness{Age: -1, Reason: "no status"}
@@ -56,20 +59,6 @@ func judge(s stamp, now int64, deadAfter time.Duration) Liveness {
 		return Liveness{Age: age, Reason: fmt.Sprintf("status unchanged for %v (dead after %v)", age, deadAfter)}
 	}
 	return Liveness{Alive: true, Age: age, Reason: fmt.Sprintf("status written %v ago", age)}
-}
-
-// reference is the time liveness is judged at: the latest write seen on
-// the server's clock, the assigner's round (hb) or any status. A
-// collector's own status cannot be newer than the server's now, so this
-// never runs ahead of it, and it lags it by at most one assigner round.
-func reference(hb int64, nodes []collectorNode) int64 {
-	ref := hb
-	for _, n := range nodes {
-		if n.stamp.exists {
-			ref = max(ref, n.stamp.mtime)
-		}
-	}
-	return ref
 }
 
 // collectorNode is one collector as read from its two nodes. Decode
