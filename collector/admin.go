@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -103,9 +104,14 @@ func updateSources(ctx context.Context, s *recipe.Session, change func([]string)
 
 // CollectorInfo is what ListCollectors reports of one collector.
 type CollectorInfo struct {
-	Name      string        `json:"name"`
-	Alive     bool          `json:"alive"`
-	StatusAge time.Duration `json:"status_age_ns"` // since status was last written, on the server's clock against ours
+	Name  string `json:"name"`
+	Alive bool   `json:"alive"`
+	// StatusAge is how long before the leading assigner's last round (or,
+	// with no assigner, before now on the caller's clock) the status was
+	// last written; -1 if it has none.
+	StatusAge time.Duration `json:"status_age_ns"`
+	Reason    string        `json:"reason"`  // the liveness verdict in words
+	Leaving   bool          `json:"leaving"` // stopped on purpose: its sources are handed back
 	Load      Load          `json:"load"`
 	Sources   []string      `json:"sources"` // assigned
 	Lag       int64         `json:"lag"`     // bytes known not yet collected, over its owned sources
@@ -114,54 +120,67 @@ type CollectorInfo struct {
 	Refused string `json:"refused,omitempty"`
 }
 
-// ListCollectors reads every collector's assignment and status. A
-// collector is alive if its status was written less than deadAfter ago.
-func ListCollectors(ctx context.Context, s *recipe.Session, deadAfter time.Duration) ([]CollectorInfo, error) {
+// ListCollectors reads every collector's assignment and status and
+// judges each alive or dead with the assigner's rule (judge), at the
+// time and with the DeadAfter of the leading assigner's last round, so
+// that both decide alike. deadAfter, if positive, overrides the
+// assigner's. With no assigner leading, liveness is judged at now on
+// this process's clock, with deadAfter or DefaultDeadAfter, and
+// Judged says so.
+func ListCollectors(ctx context.Context, s *recipe.Session, deadAfter time.Duration) (list []CollectorInfo, judged string, err error) {
 	names, _, err := s.Children(ctx, CollectorsPath)
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
+		return nil, JudgedLocally, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	slices.Sort(names)
-	now := time.Now()
-	out := make([]CollectorInfo, 0, len(names))
-	for _, n := range names {
-		data, _, err := s.Get(ctx, CollectorPath(n))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		var a Assignment
-		if err := decode(CollectorPath(n), data, &a); err != nil {
-			return nil, err
-		}
-		info := CollectorInfo{Name: n, Sources: a.URIs(), StatusAge: -1}
-		sdata, sstat, err := s.Get(ctx, StatusPath(n))
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-		case err != nil:
-			return nil, err
-		default:
-			var st Status
-			if err := decode(StatusPath(n), sdata, &st); err != nil {
-				return nil, err
-			}
-			info.StatusAge = now.Sub(time.UnixMilli(sstat.Mtime))
-			info.Alive = info.StatusAge < deadAfter
-			info.Load = st.Load
-			info.Refused = st.Refused
-			for _, p := range st.Progress {
-				if p.Owned {
-					info.Lag += max(p.Lag, 0)
-					info.Lines += p.Lines
-				}
-			}
-		}
-		out = append(out, info)
+	nodes, err := readCollectors(ctx, s, names)
+	if err != nil {
+		return nil, "", err
 	}
-	return out, nil
+	ref, published, err := assignerClock(ctx, s)
+	if err != nil {
+		return nil, "", err
+	}
+	judged = JudgedByAssigner
+	if ref == 0 {
+		ref, judged = time.Now().UnixMilli(), JudgedLocally
+	}
+	if deadAfter <= 0 {
+		deadAfter = cmp.Or(published, DefaultDeadAfter)
+	}
+	list, err = infosOf(nodes, ref, deadAfter)
+	return list, judged, err
+}
+
+// How ListCollectors judged liveness.
+const (
+	JudgedByAssigner = "on the coordination server's clock at the assigner's last round"
+	JudgedLocally    = "on this process's clock: no assigner leads"
+)
+
+// assignerClock returns the server time (ms) of the leading assigner's
+// last round and its DeadAfter; 0 if no assigner leads.
+func assignerClock(ctx context.Context, s *recipe.Session) (int64, time.Duration, error) {
+	leader, err := recipe.NewElection(s, AssignerPath, "").Leader(ctx)
+	if errors.Is(err, recipe.ErrNoLeader) || (err == nil && leader == "") {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	data, stat, err := s.Get(ctx, AssignerPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	var st AssignerState
+	if err := decode(AssignerPath, data, &st); err != nil || st.Leader != leader {
+		return 0, 0, nil // the leader has not written a round yet
+	}
+	return stat.Mtime, st.DeadAfter, nil
 }

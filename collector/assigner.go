@@ -97,16 +97,18 @@ func (a *Assigner) Run(ctx context.Context) error {
 	return nil
 }
 
-// lead assigns until ctx ends. Liveness is judged on this process's clock
-// from when each status was last seen to change, and starts afresh with
-// every call: after a failover or a suspension, no collector is declared
-// dead before DeadAfter has passed in view of the new leader, and no
-// change is made until every collector has been seen alive or dead.
+// lead assigns until ctx ends. Liveness is judged by judge on the
+// server's clock, read from the mtime of this leader's own write of
+// AssignerPath at each round. The sources of a collector judged dead for
+// the age of its status are not moved until this leader has written
+// rounds without a gap for DeadAfter: after a failover, a suspension or
+// a server restart, live collectors get DeadAfter to write again. A
+// collector that marked its status Leaving is dead at once.
 func (a *Assigner) lead(ctx context.Context, e *recipe.Election) error {
-	seen := map[string]seenStatus{}
+	var clock termClock
 	var counter int64
 	for {
-		wake, err := a.assignRound(ctx, e, seen, &counter)
+		wake, err := a.assignRound(ctx, e, &clock, &counter)
 		switch {
 		case ctx.Err() != nil:
 		case errors.Is(err, recipe.ErrUntrusted):
@@ -134,20 +136,40 @@ func (a *Assigner) lead(ctx context.Context, e *recipe.Election) error {
 	}
 }
 
-// seenStatus is when the assigner last saw a status change.
-type seenStatus struct {
-	mzxid   int64
-	at      time.Time
-	changed bool // seen to change at least once: the collector is known to be alive
+// termClock follows the server's clock through a leader's rounds.
+type termClock struct {
+	since, last int64 // server ms: start of the rounds without a gap, and the last round
 }
 
-// assignRound reads sources, collectors and statuses, plans, and writes
-// the changed assignments in one conditional multi. wake fires when the
-// collector list changes.
-func (a *Assigner) assignRound(ctx context.Context, e *recipe.Election, seen map[string]seenStatus, counter *int64) (<-chan zk.Event, error) {
+// tick records a round at server time now and reports whether rounds
+// have run without a gap longer than maxGap for deadAfter.
+func (c *termClock) tick(now int64, deadAfter, maxGap time.Duration) bool {
+	gap := time.Duration(now-c.last) * time.Millisecond
+	if c.last == 0 || gap > maxGap {
+		c.since = now
+	}
+	c.last = now
+	return time.Duration(now-c.since)*time.Millisecond >= deadAfter
+}
+
+// assignRound writes the round's AssignerState (fenced by the election
+// node: only the leader writes it), reads sources, collectors and
+// statuses, plans, and writes the changed assignments in one conditional
+// multi. wake fires when the collector list changes.
+func (a *Assigner) assignRound(ctx context.Context, e *recipe.Election, clock *termClock, counter *int64) (<-chan zk.Event, error) {
 	if err := a.s.EnsurePath(ctx, CollectorsPath); err != nil {
 		return nil, err
 	}
+	fence := &zk.CheckVersionRequest{Path: e.Node(), Version: 0} // fails once our term ended
+	now := time.Now()
+	hb := AssignerState{Version: schemaVersion, Leader: a.cfg.Name, DeadAfter: a.cfg.DeadAfter, Time: now.UTC()}
+	res, err := a.s.Multi(ctx, fence, &zk.SetDataRequest{Path: AssignerPath, Data: encode(hb), Version: -1})
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", AssignerPath, err)
+	}
+	// A gap of DeadAfter (or two polls, if longer) between rounds: this
+	// leader was cut off, and so may the collectors have been.
+	settled := clock.tick(res[1].Stat.Mtime, a.cfg.DeadAfter, max(a.cfg.DeadAfter, 2*a.cfg.PollInterval))
 	var srcDoc Sources
 	data, _, err := a.s.Get(ctx, SourcesPath)
 	switch {
@@ -168,87 +190,52 @@ func (a *Assigner) assignRound(ctx context.Context, e *recipe.Election, seen map
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	settled := true
-	type node struct {
-		a       Assignment
-		version int32
+	slices.Sort(names)
+	nodes, err := readCollectors(ctx, a.s, names)
+	if err != nil {
+		return wake, err
 	}
-	nodes := map[string]node{}
-	var members []Member
-	for _, n := range names {
-		data, stat, err := a.s.Get(ctx, CollectorPath(n))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
+	for _, n := range nodes {
+		if n.assignErr != nil {
+			a.log.Warn("overwriting a malformed assignment", "collector", n.name, "err", n.assignErr)
 		}
-		if err != nil {
-			return wake, err
-		}
-		var as Assignment
-		if err := decode(CollectorPath(n), data, &as); err != nil {
-			a.log.Warn("overwriting a malformed assignment", "collector", n, "err", err)
-		}
-		nodes[n] = node{as, stat.Version}
-		m := Member{Name: n, Assigned: as.URIs()}
-		sdata, sstat, err := a.s.Get(ctx, StatusPath(n))
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			delete(seen, n)
-		case err != nil:
-			return wake, err
-		default:
-			var st Status
-			if decode(StatusPath(n), sdata, &st) == nil {
-				m.Load = st.Load
-			}
-			s, ok := seen[n]
-			if !ok || s.mzxid != sstat.Mzxid {
-				s = seenStatus{mzxid: sstat.Mzxid, at: now, changed: ok}
-				seen[n] = s
-			}
-			m.Alive = now.Sub(s.at) < a.cfg.DeadAfter
-			// A collector first seen is neither known alive (its status
-			// may be days old: the leader cannot compare clocks) nor dead
-			// (DeadAfter has not passed in this leader's view) until its
-			// status changes or DeadAfter passes. Planning meanwhile would
-			// hand work to collectors that may be dead.
-			if m.Alive && !s.changed {
-				settled = false
-			}
-		}
-		members = append(members, m)
 	}
+	members := membersOf(nodes, res[1].Stat.Mtime, a.cfg.DeadAfter)
 	if !settled {
-		return wake, nil
+		for i, m := range members {
+			if !m.Alive && len(m.Assigned) > 0 && nodes[i].stamp.exists && !nodes[i].stamp.leaving {
+				return wake, nil // it may be alive and not yet reconnected: keep its sources
+			}
+		}
 	}
 	before := map[string][]string{}
 	for _, m := range members {
 		before[m.Name] = m.Assigned
 	}
 	after := Plan(a.cfg.Strategy, validSources(srcDoc.Sources, a.log), members)
-	ops := []any{&zk.CheckVersionRequest{Path: e.Node(), Version: 0}} // fence: fails once our term ended
+	ops := []any{fence}
 	leases := map[string]string{}
-	for n, nd := range nodes {
-		for _, l := range nd.a.Sources {
-			leases[n+"\x00"+l.URI] = l.ID
+	for _, n := range nodes {
+		for _, l := range n.assign.Sources {
+			leases[n.name+"\x00"+l.URI] = l.ID
 		}
 	}
 	token := e.Token()
-	for _, n := range sortedNames(nodes) {
-		want := after[n]
-		if slices.Equal(want, before[n]) {
+	for _, n := range nodes {
+		want := after[n.name]
+		if slices.Equal(want, before[n.name]) {
 			continue
 		}
 		doc := Assignment{Version: schemaVersion, Sources: []Lease{}, Updated: now.UTC(), By: a.cfg.Name}
 		for _, uri := range want {
-			id, ok := leases[n+"\x00"+uri]
+			id, ok := leases[n.name+"\x00"+uri]
 			if !ok {
 				*counter++
 				id = fmt.Sprintf("%x-%d", token, *counter)
 			}
 			doc.Sources = append(doc.Sources, Lease{URI: uri, ID: id})
 		}
-		ops = append(ops, &zk.SetDataRequest{Path: CollectorPath(n), Data: encode(doc), Version: nodes[n].version})
+		ops = append(ops, &zk.SetDataRequest{Path: CollectorPath(n.name), Data: encode(doc), Version: n.version})
 	}
 	if len(ops) == 1 {
 		return wake, nil
@@ -272,15 +259,6 @@ func validSources(uris []string, log *slog.Logger) []string {
 		}
 		out = append(out, u)
 	}
-	return out
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
 

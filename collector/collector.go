@@ -192,32 +192,58 @@ func (c *Collector) Run(ctx context.Context) error {
 // stopped: it commits what the last round wrote, or, if that fails
 // for sure, cuts it away. If a commit's outcome stays unknown the files
 // are left for the next start, which rolls back to whatever status says.
+// Otherwise it marks the status Leaving, so that the assigner hands the
+// sources to others at its next round instead of after DeadAfter.
 func (c *Collector) shutdown() {
-	if !c.uncommitted {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	if c.settleOutputs(ctx) {
+		c.leave(ctx)
+	}
+}
+
+// leave writes the committed status once more, marked Leaving. It
+// changes no progress, so it needs no fence but the status's version.
+func (c *Collector) leave(ctx context.Context) {
+	st := c.status
+	st.Version, st.Name, st.Leaving, st.Time = statusSchema, c.cfg.Name, true, time.Now().UTC()
+	st.Load = Load{}
+	if _, err := c.s.Set(ctx, StatusPath(c.cfg.Name), encode(st), c.statusVersion); err != nil {
+		c.log.Warn("stopping: could not mark the status leaving; the sources move after the assigner's --dead-after", "err", err)
+		return
+	}
+	c.log.Info("collector stopped; its sources are handed back", "sources", len(c.srcs))
+}
+
+// settleOutputs makes the outputs match the committed status and reports
+// whether they do (false: a commit's outcome is unknown).
+func (c *Collector) settleOutputs(ctx context.Context) bool {
+	if !c.uncommitted {
+		return true
+	}
 	if c.inflight != nil {
 		if err := c.settle(ctx); err != nil {
 			c.log.Warn("stopping with a commit of unknown outcome; the next start rolls back", "err", err)
-			return
+			return false
 		}
 	}
 	if c.uncommitted {
 		if err := c.commit(ctx); err != nil || c.inflight != nil {
 			c.log.Warn("stopping with a commit of unknown outcome; the next start rolls back", "err", err)
-			return
+			return false
 		}
 	}
 	if !c.uncommitted {
-		return
+		return true
 	}
+	ok := true
 	for uri, src := range c.srcs {
 		if err := c.rollback(uri, src.committed); err != nil {
 			c.log.Warn("stopping: rollback failed; the next start retries it", "source", uri, "err", err)
+			ok = false
 		}
 	}
+	return ok
 }
 
 // register creates the collector's node and status if missing, loads the
@@ -228,7 +254,7 @@ func (c *Collector) register(ctx context.Context) error {
 	}
 	data, stat, err := c.s.Get(ctx, StatusPath(c.cfg.Name))
 	if errors.Is(err, zk.ErrNoNode) {
-		st := Status{Version: schemaVersion, Name: c.cfg.Name, Time: time.Now().UTC(), Progress: map[string]Progress{}}
+		st := Status{Version: statusSchema, Name: c.cfg.Name, Time: time.Now().UTC(), Progress: map[string]Progress{}}
 		if _, err := c.s.Create(ctx, StatusPath(c.cfg.Name), encode(st), zk.FlagPersistent, nil); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}
@@ -253,6 +279,9 @@ func (c *Collector) register(ctx context.Context) error {
 		}
 	}
 	c.lastCommit = time.Now()
+	if st.Leaving {
+		c.lastCommit = time.Time{} // back: say so at the first round
+	}
 	return nil
 }
 
@@ -533,7 +562,7 @@ func (c *Collector) collectOne(ctx context.Context, src *source) (Progress, []by
 // multi that fails if our assignment changed since we last read it.
 func (c *Collector) commit(ctx context.Context) error {
 	dirty := c.uncommitted
-	st := Status{Version: schemaVersion, Name: c.cfg.Name, Progress: maps.Clone(c.status.Progress), Refused: c.refused}
+	st := Status{Version: statusSchema, Name: c.cfg.Name, Progress: maps.Clone(c.status.Progress), Refused: c.refused}
 	if st.Refused != c.status.Refused {
 		dirty = true
 	}

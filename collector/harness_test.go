@@ -87,41 +87,54 @@ func (w *workload) counts() []int {
 }
 
 // verify checks that the outputs under dirs hold every written line of
-// every source exactly once, in order within each segment.
+// every source exactly once.
 func (w *workload) verify(dirs []string) error {
 	written := w.counts()
 	for i, uri := range w.uris {
-		seen := map[string]int{}
-		total := 0
-		for _, d := range dirs {
-			files, _ := filepath.Glob(filepath.Join(d, SourceKey(uri), "*.log"))
-			for _, f := range files {
-				fh, err := os.Open(f)
-				if err != nil {
-					return err
-				}
-				sc := bufio.NewScanner(fh)
-				for sc.Scan() {
-					seen[sc.Text()]++
-					total++
-				}
-				fh.Close()
+		lines := make([]string, written[i])
+		for j := range lines {
+			lines[j] = lineOf(i, j)
+		}
+		if err := exactlyOnce(dirs, uri, lines); err != nil {
+			return fmt.Errorf("source %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// exactlyOnce checks that the outputs of source uri under dirs hold each
+// line of written exactly once, and nothing else.
+func exactlyOnce(dirs []string, uri string, written []string) error {
+	seen := map[string]int{}
+	total := 0
+	for _, d := range dirs {
+		files, _ := filepath.Glob(filepath.Join(d, SourceKey(uri), "*.log"))
+		for _, f := range files {
+			fh, err := os.Open(f)
+			if err != nil {
+				return err
 			}
-		}
-		var missing, dups []string
-		for j := 0; j < written[i]; j++ {
-			switch seen[lineOf(i, j)] {
-			case 0:
-				missing = append(missing, lineOf(i, j))
-			case 1:
-			default:
-				dups = append(dups, lineOf(i, j))
+			sc := bufio.NewScanner(fh)
+			for sc.Scan() {
+				seen[sc.Text()]++
+				total++
 			}
+			fh.Close()
 		}
-		if len(missing) > 0 || len(dups) > 0 || total != written[i] {
-			return fmt.Errorf("source %d: %d lines written, %d in the outputs; %d missing (first %v), %d duplicated (first %v)",
-				i, written[i], total, len(missing), first(missing), len(dups), first(dups))
+	}
+	var missing, dups []string
+	for _, w := range written {
+		switch seen[w] {
+		case 0:
+			missing = append(missing, w)
+		case 1:
+		default:
+			dups = append(dups, w)
 		}
+	}
+	if len(missing) > 0 || len(dups) > 0 || total != len(written) {
+		return fmt.Errorf("%d lines written, %d in the outputs; %d missing (first %v), %d duplicated (first %v)",
+			len(written), total, len(missing), first(missing), len(dups), first(dups))
 	}
 	return nil
 }
@@ -139,8 +152,10 @@ type agents struct {
 	connect string
 	out     string // parent of the agents' output directories
 	strat   Strategy
-	mu      sync.Mutex
-	running map[string]func()
+	// deadAfter, if set, replaces the assigners' testDeadAfter.
+	deadAfter time.Duration
+	mu        sync.Mutex
+	running   map[string]func()
 }
 
 func newAgents(t *testing.T, connect string, strategy Strategy) *agents {
@@ -161,6 +176,9 @@ func (a *agents) dirs() []string {
 func (a *agents) start(name string, assign bool) {
 	cfg := testAgentConfig(a.connect, name, a.dir(name), a.strat, testLogger().With("agent", name))
 	cfg.Assign = assign
+	if a.deadAfter > 0 {
+		cfg.Assigner.DeadAfter = a.deadAfter
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -213,7 +231,7 @@ func dial(t *testing.T, connect string) *recipe.Session {
 func assignments(s *recipe.Session) (map[string][]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	infos, err := ListCollectors(ctx, s, time.Hour)
+	infos, _, err := ListCollectors(ctx, s, time.Hour)
 	if err != nil {
 		return nil, err
 	}

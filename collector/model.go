@@ -20,8 +20,16 @@ const (
 	AssignerPath   = LogsRoot + "/assigner"
 )
 
-// schemaVersion is the "version" field of every document written here.
+// schemaVersion is the "version" field of every document written here
+// but Status.
 const schemaVersion = 1
+
+// statusSchema is the "version" of Status. Version 2 added the file
+// identity of Position (fingerprint, mtime, the rotated file being
+// drained and the file after it) and Status.Leaving; a version 1 status
+// reads as a version 2 one without them: its files are identified by
+// inode alone until the next read fingerprints them.
+const statusSchema = 2
 
 // Errors of the package.
 var (
@@ -78,12 +86,33 @@ func (a Assignment) URIs() []string {
 	return out
 }
 
-// Position is where reading a source stands: the next byte to read, and
-// for files the file it is in (path and inode, which survives a rename).
+// Position is where reading a source stands: the next byte to read and,
+// for files, the file holding it, identified by inode and by a
+// fingerprint of its first bytes (which a rename, a copy or a gzip of
+// the file keep, and a truncation or a refill changes). All fields are
+// comparable: a Position is compared with ==.
 type Position struct {
+	// Path is the file as a match of the source's glob: where it was
+	// written to (the active file) when reading started. Rotated copies
+	// are looked for next to it, named Path followed by a suffix.
 	Path   string `json:"path,omitempty"`
-	Ino    uint64 `json:"ino,omitempty"`
-	Offset int64  `json:"offset"`
+	Ino    uint64 `json:"ino,omitempty"` // inode of the file holding Offset (for Drain, of Drain)
+	Offset int64  `json:"offset"`        // in the file's content (for a .gz, decompressed)
+	// FP is the hex SHA-256 of the first FPLen bytes of the content (at
+	// most fpSize); FPLen 0 means not fingerprinted yet.
+	FP    string `json:"fp,omitempty"`
+	FPLen int64  `json:"fp_len,omitempty"`
+	// MTime is the modification time (Unix ns) of the content's file as
+	// last read while uncompressed: the files modified later come after it.
+	MTime int64 `json:"mtime,omitempty"`
+	// Drain is set while the content is read from a rotated file that is
+	// not at Path: a renamed, copied (copytruncate) or compressed file.
+	Drain string `json:"drain,omitempty"`
+	// Next is the file that follows the drained one, when known: after a
+	// copytruncate, the truncated file at Path with what it held then.
+	NextIno   uint64 `json:"next_ino,omitempty"`
+	NextFP    string `json:"next_fp,omitempty"`
+	NextFPLen int64  `json:"next_fp_len,omitempty"`
 }
 
 // Progress is a collector's committed state of one source.
@@ -110,9 +139,13 @@ type Load struct {
 
 // Status is the data of a collector's status node.
 type Status struct {
-	Version  int                 `json:"version"`
-	Name     string              `json:"name"`
-	Time     time.Time           `json:"time"`
+	Version int       `json:"version"`
+	Name    string    `json:"name"`
+	Time    time.Time `json:"time"`
+	// Leaving is the last status of a collector that stopped on purpose:
+	// it is dead from then on, and the assigner moves its sources at its
+	// next round instead of after DeadAfter.
+	Leaving  bool                `json:"leaving,omitempty"`
 	Load     Load                `json:"load"`
 	Progress map[string]Progress `json:"progress"`
 	// Refused is why the collector collects nothing: its assignment node

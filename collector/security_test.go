@@ -91,7 +91,7 @@ func TestAttackSources(t *testing.T) {
 			refusedAt = v
 			return nil
 		})
-		infos, err := ListCollectors(ctx, s, time.Minute)
+		infos, _, err := ListCollectors(ctx, s, time.Minute)
 		if err != nil || len(infos) != 1 || !strings.Contains(infos[0].Refused, "world:anyone") {
 			t.Errorf("ListCollectors = %+v, %v; want c1 with its refusal", infos, err)
 		}

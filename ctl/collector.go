@@ -18,21 +18,21 @@ func (r *runner) collectorCommand() *cli.Command {
 		Name:      "collector",
 		Usage:     "show the log collectors: liveness, load, assigned sources and lag",
 		ArgsUsage: "list [--dead-after duration]",
-		Description: `list prints one line per collector: its name, alive or dead (its status written
-less than --dead-after ago, on the server's clock against ctl's), the age of its status,
-load (bytes/s, lines/s), the number of assigned sources, the bytes known not yet
-collected (lag) and the lines committed; with --json, one document with every source.`,
-		Subcommands: []*cli.Command{{
-			Name: "list", Usage: "list collectors", HideHelp: true,
-			UsageText: "shepherd ctl collector list [--dead-after duration]",
+		Description: `list prints one line per collector: its name, alive or dead as the assigner
+judges it (collector.ListCollectors: the status written less than the assigner's
+--dead-after before its last round, on the coordination server's clock, and not
+marked leaving), the age of its status, load (bytes/s, lines/s), the number of
+assigned sources, the bytes known not yet collected (lag) and the lines committed;
+with --json, one document with every source and the verdict's reason.`,
+		Subcommands: withHelp("collector", []*cli.Command{{
+			Name: "list", Usage: "list collectors",
+			ArgsUsage: "[--dead-after duration]",
 			Flags: []cli.Flag{
-				&cli.DurationFlag{Name: "dead-after", Value: collector.DefaultDeadAfter, Usage: "a collector whose status is older is shown dead"},
-			},
-			OnUsageError: func(c *cli.Context, err error, _ bool) error {
-				return usagef("collector list: %v (usage: collector list [--dead-after duration])", err)
+				&cli.DurationFlag{Name: "dead-after", Usage: "judge with this instead of the leading assigner's --dead-after (" +
+					collector.DefaultDeadAfter.String() + " when no assigner leads)"},
 			},
 			Action: r.collectorList,
-		}},
+		}}),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return usagef("collector: unknown subcommand %q: want list", c.Args().First())
@@ -47,7 +47,7 @@ func (r *runner) collectorList(c *cli.Context) error {
 		return usagef("collector list: takes no arguments")
 	}
 	deadAfter := c.Duration("dead-after")
-	if deadAfter <= 0 {
+	if c.IsSet("dead-after") && deadAfter <= 0 {
 		return usagef("collector list: --dead-after %v: must be positive", deadAfter)
 	}
 	s, err := r.session()
@@ -55,8 +55,9 @@ func (r *runner) collectorList(c *cli.Context) error {
 		return err
 	}
 	var infos []collector.CollectorInfo
+	var judged string
 	err = r.retry(s, func(ctx context.Context) (err error) {
-		infos, err = collector.ListCollectors(ctx, s, deadAfter)
+		infos, judged, err = collector.ListCollectors(ctx, s, deadAfter)
 		return err
 	})
 	if err != nil {
@@ -66,14 +67,20 @@ func (r *runner) collectorList(c *cli.Context) error {
 		if infos == nil {
 			infos = []collector.CollectorInfo{}
 		}
-		return writeJSON(r.env.Stdout, map[string]any{"collectors": infos})
+		return writeJSON(r.env.Stdout, map[string]any{"collectors": infos, "judged": judged})
+	}
+	if judged == collector.JudgedLocally && len(infos) > 0 {
+		r.warn("collector list: liveness judged %s", judged)
 	}
 	tw := tabwriter.NewWriter(r.env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tSTATUS AGE\tBYTES/S\tLINES/S\tSOURCES\tLAG\tLINES")
 	for _, in := range infos {
 		state, age := "dead", "never"
-		if in.Alive {
+		switch {
+		case in.Alive:
 			state = "alive"
+		case in.Leaving:
+			state = "stopped"
 		}
 		if in.StatusAge >= 0 {
 			age = in.StatusAge.Round(time.Millisecond).String()

@@ -88,12 +88,17 @@ func TestCollectorList(t *testing.T) {
 					DeadAfter: time.Second, Logger: slog.New(slog.DiscardHandler)},
 			})
 		}()
-		defer func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("collector: %v", err)
+		stopped := false
+		stop := func() {
+			if !stopped {
+				stopped = true
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("collector: %v", err)
+				}
 			}
-		}()
+		}
+		defer stop()
 		waitFor(t, 20*time.Second, "the collector to report its lines", func() error {
 			out := mustCtlAuth(t, zk, "collector", "list")
 			lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -116,5 +121,39 @@ func TestCollectorList(t *testing.T) {
 			len(doc.Collectors) != 1 || !doc.Collectors[0].Alive || doc.Collectors[0].Lines != 2 {
 			t.Fatalf("--json collector list: %+v, %v", doc, err)
 		}
+		// Stopped on purpose, it says so at once, whatever --dead-after.
+		stop()
+		r := runCtl(t, zk, "collector", "list")
+		if f := strings.Fields(strings.Split(r.stdout, "\n")[1]); r.code != 0 || f[1] != "stopped" || !strings.Contains(r.stderr, "no assigner leads") {
+			t.Fatalf("collector list after a graceful stop: %v; want host1 stopped, judged on ctl's clock", r)
+		}
 	})
+}
+
+// TestCollectorAndSourceHelp: --help of every collector and source verb
+// exits 0 and prints the verb's usage and flags, without dialling.
+func TestCollectorAndSourceHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"collector", "--help"}, []string{"shepherd ctl collector", "list"}},
+		{[]string{"collector", "list", "--help"}, []string{"shepherd ctl collector list", "--dead-after", "--help"}},
+		{[]string{"collector", "list", "-h"}, []string{"--dead-after"}},
+		{[]string{"source", "--help"}, []string{"shepherd ctl source", "add", "rm", "list"}},
+		{[]string{"source", "add", "--help"}, []string{"shepherd ctl source add uri…", "--help"}},
+		{[]string{"source", "rm", "--help"}, []string{"shepherd ctl source rm uri…", "--help"}},
+		{[]string{"source", "list", "--help"}, []string{"shepherd ctl source list", "--help"}},
+	} {
+		r := runCtl(t, "127.0.0.1:1", tc.args...)
+		if r.code != 0 {
+			t.Errorf("ctl %s: exit %d, want 0: %v", strings.Join(tc.args, " "), r.code, r)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("ctl %s printed %q, want it to contain %q", strings.Join(tc.args, " "), r.stdout, w)
+			}
+		}
+	}
 }

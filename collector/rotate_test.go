@@ -1,0 +1,217 @@
+package collector
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// copyFile copies src to dst as a new file (a new inode), as logrotate's
+// copytruncate and cp do.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copytruncate rotates p as logrotate's copytruncate does.
+func copytruncate(t *testing.T, p, rotated string) {
+	t.Helper()
+	copyFile(t, p, rotated)
+	if err := os.Truncate(p, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func linesN(prefix string, from, to int) string {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&b, "%s-%04d\n", prefix, i)
+	}
+	return b.String()
+}
+
+// Cause (a): lines written before the copy and not read before the
+// truncation are in the copy only; they are read from there, at the
+// offset reached in the original, before the truncated file.
+func TestCopytruncateReadsUnreadLinesFromCopy(t *testing.T) {
+	dir := t.TempDir()
+	active := filepath.Join(dir, "app.log")
+	rd := &fileReader{glob: active} // the copy does not match the glob
+	appendFile(t, active, "a1\na2\n")
+	got, pos := drain(t, rd, Position{}, 64)
+	if got != "a1\na2\n" {
+		t.Fatalf("first read %q", got)
+	}
+	appendFile(t, active, "a3\na4\n") // not read before the rotation
+	copytruncate(t, active, active+".1")
+	appendFile(t, active, "b1\n")
+	if got, _ = drain(t, rd, pos, 64); got != "a3\na4\nb1\n" {
+		t.Fatalf("after copytruncate read %q, want the unread a3, a4 from the copy, then b1", got)
+	}
+}
+
+// Cause (b): the copy of what was already read (new inode, same first
+// bytes, newer, matching the glob) is never read again.
+func TestCopytruncateNeverRereadsCopy(t *testing.T) {
+	dir := t.TempDir()
+	active := filepath.Join(dir, "app.log")
+	rd := &fileReader{glob: active + "*"}
+	var all, want strings.Builder
+	pos := Position{}
+	for r := 0; r < 3; r++ {
+		chunk := linesN(fmt.Sprintf("r%d", r), 0, 10)
+		appendFile(t, active, chunk)
+		want.WriteString(chunk)
+		got, p := drain(t, rd, pos, 64)
+		all.WriteString(got)
+		pos = p
+		// A quiet file: everything was read before the rotation.
+		for i := r; i >= 1; i-- {
+			if err := os.Rename(fmt.Sprintf("%s.%d", active, i), fmt.Sprintf("%s.%d", active, i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		copytruncate(t, active, active+".1")
+		got, pos = drain(t, rd, pos, 64)
+		all.WriteString(got)
+	}
+	if all.String() != want.String() {
+		t.Fatalf("over 3 copytruncates of a quiet file read %d bytes, want the %d written once:\n%s",
+			all.Len(), want.Len(), all.String())
+	}
+}
+
+// Cause (c): a file truncated and refilled past the old offset before
+// the next read is noticed by its fingerprint, with or without a copy.
+func TestTruncateThenRefillDetectedByFingerprint(t *testing.T) {
+	for _, withCopy := range []bool{true, false} {
+		t.Run(fmt.Sprintf("copy=%v", withCopy), func(t *testing.T) {
+			dir := t.TempDir()
+			active := filepath.Join(dir, "app.log")
+			rd := &fileReader{glob: active}
+			appendFile(t, active, linesN("old", 0, 50))
+			got, pos := drain(t, rd, Position{}, 4096)
+			if got != linesN("old", 0, 50) {
+				t.Fatalf("first read %q", got)
+			}
+			if withCopy {
+				copytruncate(t, active, active+".1")
+			} else if err := os.Truncate(active, 0); err != nil {
+				t.Fatal(err)
+			}
+			burst := linesN("new", 0, 150) // longer than the old offset
+			appendFile(t, active, burst)
+			if got, _ = drain(t, rd, pos, 4096); got != burst {
+				t.Fatalf("after truncate and refill read %d lines, want the %d new ones:\n%s",
+					strings.Count(got, "\n"), 150, got)
+			}
+		})
+	}
+}
+
+// gzipFile compresses p into p+".gz", keeping its mtime, and removes p,
+// as logrotate's compress does.
+func gzipFile(t *testing.T, p string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p+".gz", z.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setMtime(t, p+".gz", st.ModTime()) // as gzip and logrotate do
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A file renamed and compressed before it was read to its end is read on
+// from the .gz at the offset, then the new file; a half-written .gz is
+// waited for.
+func TestRenamedThenCompressedReadFromGzip(t *testing.T) {
+	dir := t.TempDir()
+	active := filepath.Join(dir, "app.log")
+	rd := &fileReader{glob: active}
+	appendFile(t, active, "a1\na2\n")
+	got, pos := drain(t, rd, Position{}, 64)
+	if got != "a1\na2\n" {
+		t.Fatalf("first read %q", got)
+	}
+	appendFile(t, active, "a3\n")
+	if err := os.Rename(active, active+".1"); err != nil {
+		t.Fatal(err)
+	}
+	gzipFile(t, active+".1")
+	st, err := os.Stat(active + ".1.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtime := st.ModTime()
+	whole, err := os.ReadFile(active + ".1.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(active+".1.gz", whole[:len(whole)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, active, "b1\n")
+	if got, pos = drain(t, rd, pos, 64); got != "" {
+		t.Fatalf("with the .gz half written read %q, want nothing yet", got)
+	}
+	if err := os.WriteFile(active+".1.gz", whole, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setMtime(t, active+".1.gz", mtime)
+	if got, _ = drain(t, rd, pos, 64); got != "a3\nb1\n" {
+		t.Fatalf("read %q, want a3 from the .gz, then b1", got)
+	}
+}
+
+// A version 1 position (inode and offset, no fingerprint) resumes where
+// it stood, and is fingerprinted from then on.
+func TestVersion1PositionResumes(t *testing.T) {
+	dir := t.TempDir()
+	active := filepath.Join(dir, "app.log")
+	appendFile(t, active, "a1\na2\na3\n")
+	st, err := os.Stat(active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Status
+	v1 := fmt.Sprintf(`{"version":1,"name":"c","progress":{"file://%s":{"seq":3,"lease":"l","pos":{"path":%q,"ino":%d,"offset":3},"owned":true}}}`,
+		active, active, inoOf(st))
+	if err := decode("status", []byte(v1), &s); err != nil {
+		t.Fatal(err)
+	}
+	pos := s.Progress["file://"+active].Pos
+	got, pos := drain(t, &fileReader{glob: active}, pos, 64)
+	if got != "a2\na3\n" || pos.FPLen != 9 {
+		t.Fatalf("from a version 1 position read %q (fingerprint over %d bytes), want a2, a3 and 9", got, pos.FPLen)
+	}
+}
+
+func inoOf(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
