@@ -122,19 +122,29 @@ func LaunchZooKeeper(dir string, opts ZKOptions) (*ZooKeeper, error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, fmt.Errorf("testpeer: find a port for zookeeper: %w", err)
+	// freePort's port can be taken by another process before the JVM binds
+	// it (tests of several packages run at once): then try another.
+	for attempt := 1; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, fmt.Errorf("testpeer: find a port for zookeeper: %w", err)
+		}
+		z, err := prepareZooKeeper(dir, port, 0, opts)
+		if err != nil {
+			return nil, err
+		}
+		err = z.start()
+		if err == nil {
+			return z, nil
+		}
+		if attempt == bindAttempts || !strings.Contains(z.LogTail(logTailLines), "Address already in use") {
+			return nil, err
+		}
 	}
-	z, err := prepareZooKeeper(dir, port, 0, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := z.start(); err != nil {
-		return nil, err
-	}
-	return z, nil
 }
+
+// bindAttempts is how many ports LaunchZooKeeper tries.
+const bindAttempts = 3
 
 // prepareZooKeeper writes the configuration (and, for an Ensemble member,
 // the myid file) of a server that start then launches. opts must have its
