@@ -123,8 +123,10 @@ func TestCollectorList(t *testing.T) {
 		}
 		// Stopped on purpose, it says so at once, whatever --dead-after.
 		stop()
-		r := runCtl(t, zk, "collector", "list")
-		if f := strings.Fields(strings.Split(r.stdout, "\n")[1]); r.code != 0 || f[1] != "stopped" || !strings.Contains(r.stderr, "no assigner leads") {
+		r := runCtlAuth(t, zk, "collector", "list")
+		lines := strings.Split(r.stdout, "\n")
+		if r.code != 0 || len(lines) < 2 || len(strings.Fields(lines[1])) < 2 || strings.Fields(lines[1])[1] != "stopped" ||
+			!strings.Contains(r.stderr, "no assigner leads") {
 			t.Fatalf("collector list after a graceful stop: %v; want host1 stopped, judged on ctl's clock", r)
 		}
 	})

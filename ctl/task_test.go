@@ -270,7 +270,7 @@ func TestTaskGroups(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		out := mustCtl(t, conn, "task", "groups")
+		out := mustCtlAuth(t, conn, "task", "groups")
 		t.Logf("task groups:\n%s", out)
 		for _, re := range []string{
 			`(?m)^group g1: 3 tasks to run, 2 live cores$`,
@@ -283,11 +283,11 @@ func TestTaskGroups(t *testing.T) {
 				t.Errorf("task groups lacks %s", re)
 			}
 		}
-		if list := mustCtl(t, conn, "task", "list"); !strings.Contains(list, "group g1: db-a 2/1, db-b 0/2 (tasks/share); 1 moving, 1 unowned") {
+		if list := mustCtlAuth(t, conn, "task", "list"); !strings.Contains(list, "group g1: db-a 2/1, db-b 0/2 (tasks/share); 1 moving, 1 unowned") {
 			t.Errorf("task list lacks the spread:\n%s", list)
 		}
 		var gs []core.GroupStatus
-		if err := json.Unmarshal([]byte(mustCtl(t, conn, "--json", "task", "groups", "g1")), &gs); err != nil {
+		if err := json.Unmarshal([]byte(mustCtlAuth(t, conn, "--json", "task", "groups", "g1")), &gs); err != nil {
 			t.Fatal(err)
 		}
 		if len(gs) != 1 || gs[0].Tasks != 3 || len(gs[0].Cores) != 2 || len(gs[0].Moves) != 1 {
