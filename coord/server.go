@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -136,7 +137,7 @@ const secretBytes = 32
 // the directory needs an operator's look.
 func loadSecret(dir string) ([]byte, error) {
 	path := filepath.Join(dir, "session.secret")
-	b, err := os.ReadFile(path)
+	b, err := readAtMost(path, secretBytes+1) // one byte more tells a long file from a right one
 	switch {
 	case err == nil && len(b) == secretBytes:
 		return b, nil
@@ -159,6 +160,18 @@ func loadSecret(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("coord: install %s: %w", path, err)
 	}
 	return b, nil
+}
+
+// readAtMost reads at most max bytes of path: a file in the data directory
+// that is not what it should be (replaced by something huge) cannot make the
+// server read it all.
+func readAtMost(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // Start listens on the configured addresses and starts serving.
