@@ -24,7 +24,7 @@ judges it (collector.ListCollectors: the status written less than the assigner's
 marked leaving), the age of its status, load (bytes/s, lines/s), the number of
 assigned sources, the bytes known not yet collected (lag) and the lines committed;
 with --json, one document with every source and the verdict's reason.`,
-		Subcommands: withHelp("collector", []*cli.Command{{
+		Subcommands: []*cli.Command{{
 			Name: "list", Usage: "list collectors",
 			ArgsUsage: "[--dead-after duration]",
 			Flags: []cli.Flag{
@@ -32,7 +32,7 @@ with --json, one document with every source and the verdict's reason.`,
 					collector.DefaultDeadAfter.String() + " when no assigner leads)"},
 			},
 			Action: r.collectorList,
-		}}),
+		}},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return usagef("collector: unknown subcommand %q: want list", c.Args().First())

@@ -23,11 +23,11 @@ func (r *runner) sourceCommand() *cli.Command {
 		Description: `add URI… adds file:///abs/glob and http(s):// sources, rm URI… removes them,
 list prints them one per line (--json: a document). The assigner gives new sources to
 collectors and takes removed ones away at its next round. See docs/collector.md.`,
-		Subcommands: withHelp("source", []*cli.Command{
+		Subcommands: []*cli.Command{
 			sub("add", "add sources", "uri…", r.sourceAdd),
 			sub("rm", "remove sources", "uri…", r.sourceRm),
 			sub("list", "list sources", "", r.sourceList),
-		}),
+		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return usagef("source: unknown subcommand %q: want add, rm or list", c.Args().First())
@@ -134,26 +134,4 @@ func (r *runner) collectorError(path string, err error) error {
 		return fmt.Errorf("%v: fix or delete the node", err)
 	}
 	return &zkError{path: path, err: err}
-}
-
-// withHelp gives each subcommand of verb its own --help flag (see app:
-// urfave/cli's shared one races), its usage line and usage errors that
-// quote it.
-func withHelp(verb string, subs []*cli.Command) []*cli.Command {
-	for _, c := range subs {
-		c.HideHelp = true
-		c.Flags = append(c.Flags, helpFlag())
-		c.UsageText = strings.TrimSpace("shepherd ctl " + verb + " " + c.Name + " " + c.ArgsUsage)
-		c.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-			return usagef("%s %s: %v (usage: %s)", verb, c.Command.Name, err, c.Command.UsageText)
-		}
-		action := c.Action
-		c.Action = func(c *cli.Context) error {
-			if c.Bool("help") {
-				return cli.ShowSubcommandHelp(c)
-			}
-			return action(c)
-		}
-	}
-	return subs
 }
