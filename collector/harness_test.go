@@ -217,9 +217,16 @@ func (a *agents) stopAll() {
 // dial opens a session for the test's own reads.
 func dial(t *testing.T, connect string) *recipe.Session {
 	t.Helper()
+	return dialAuth(t, connect, coordtest.Auth)
+}
+
+// dialAuth opens a session with the credential auth ("" for none), closed
+// when the test ends.
+func dialAuth(t *testing.T, connect, auth string) *recipe.Session {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 4 * time.Second, Auth: coordtest.Auth, Logger: testLogger()})
+	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 4 * time.Second, Auth: auth, Logger: testLogger()})
 	if err != nil {
 		t.Fatalf("dial %s: %v", connect, err)
 	}

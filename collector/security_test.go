@@ -21,14 +21,7 @@ import (
 // dialAnon opens a session without a credential: the attacker's.
 func dialAnon(t *testing.T, connect string) *recipe.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 4 * time.Second, Logger: testLogger()})
-	if err != nil {
-		t.Fatalf("dial %s: %v", connect, err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return dialAuth(t, connect, "")
 }
 
 // TestAttackSources: an anonymous session lists a private file and an

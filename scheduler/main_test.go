@@ -114,9 +114,17 @@ func dial(t *testing.T, connect string) *recipe.Session {
 
 func dialTimeout(t *testing.T, connect string, sessionTimeout time.Duration) *recipe.Session {
 	t.Helper()
+	return dialWith(t, connect, recipe.Options{SessionTimeout: sessionTimeout, Auth: coordtest.Auth})
+}
+
+// dialWith opens a session with opts (and the test's logger), closed when
+// the test ends.
+func dialWith(t *testing.T, connect string, opts recipe.Options) *recipe.Session {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: sessionTimeout, Auth: coordtest.Auth, Logger: testLogger(t)})
+	opts.Logger = testLogger(t)
+	s, err := recipe.Dial(ctx, connect, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

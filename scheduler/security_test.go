@@ -19,14 +19,7 @@ import (
 // dialAnon opens a session without a credential: the attacker.
 func dialAnon(t *testing.T, connect string) *recipe.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: testSessionTimeout, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return dialWith(t, connect, recipe.Options{SessionTimeout: testSessionTimeout})
 }
 
 // TestAttackPreCreatedJobs: before the scheduler's first start, an
