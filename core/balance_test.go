@@ -361,8 +361,8 @@ func TestColdBalanceCrash(t *testing.T) {
 	})
 }
 
-// ownershipSampler reads every cold task's instance nodes continuously and
-// records any moment at which a task had two RUNNING instances.
+// ownershipSampler reads tasks' instance nodes continuously and records
+// any moment at which a task had two RUNNING instances.
 type ownershipSampler struct {
 	mu         sync.Mutex
 	violations []string
@@ -371,15 +371,26 @@ type ownershipSampler struct {
 	done       chan struct{}
 }
 
-func sampleOwnership(t *testing.T, s *recipe.Session, group string, tasks []string) *ownershipSampler {
+// sampleGroupOwnership samples the cold tasks of group.
+func sampleGroupOwnership(t testing.TB, s *recipe.Session, group string, tasks []string) *ownershipSampler {
 	a := NewAdmin(s, "")
+	dirs := make([]string, len(tasks))
+	for i, name := range tasks {
+		dirs[i] = a.layout.GroupInstances(group, name)
+	}
+	return sampleOwnership(t, a, dirs)
+}
+
+// sampleOwnership samples the instance directories dirs (Layout.Instances
+// or Layout.GroupInstances) until the test ends or stop is called.
+func sampleOwnership(t testing.TB, a *Admin, dirs []string) *ownershipSampler {
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &ownershipSampler{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(o.done)
 		for ctx.Err() == nil {
-			for _, name := range tasks {
-				ins, err := a.instances(ctx, a.layout.GroupInstances(group, name))
+			for _, dir := range dirs {
+				ins, err := a.instances(ctx, dir)
 				if err != nil {
 					continue
 				}
@@ -392,7 +403,7 @@ func sampleOwnership(t *testing.T, s *recipe.Session, group string, tasks []stri
 				o.mu.Lock()
 				o.samples++
 				if len(running) > 1 && len(o.violations) < 10 {
-					o.violations = append(o.violations, fmt.Sprintf("%s RUNNING on %v", name, running))
+					o.violations = append(o.violations, fmt.Sprintf("%s RUNNING on %v", dir, running))
 				}
 				o.mu.Unlock()
 			}
@@ -402,10 +413,23 @@ func sampleOwnership(t *testing.T, s *recipe.Session, group string, tasks []stri
 	return o
 }
 
-// stop ends the sampling and returns what it saw.
+// stop ends the sampling.
 func (o *ownershipSampler) stop() {
 	o.cancel()
 	<-o.done
+}
+
+// check fails the test if a task was ever seen RUNNING twice, and logs how
+// many samples were taken.
+func (o *ownershipSampler) check(t testing.TB) {
+	t.Helper()
+	o.stop()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.violations) > 0 {
+		t.Errorf("a task owned twice at once: %v", o.violations)
+	}
+	t.Logf("%d ownership samples", o.samples)
 }
 
 // TestColdBalanceRollingRestart: every core of a loaded group is
@@ -420,7 +444,7 @@ func TestColdBalanceRollingRestart(t *testing.T) {
 			g.start(h)
 		}
 		g.waitSpread(map[string]int{"h1": 4, "h2": 4, "h3": 4})
-		sampler := sampleOwnership(t, dial(t, g.connect, testSessionTimeout), "g1", g.tasks)
+		sampler := sampleGroupOwnership(t, dial(t, g.connect, testSessionTimeout), "g1", g.tasks)
 		stopLoad := g.steadyLoad(50*time.Millisecond, 20)
 		for _, h := range hosts {
 			g.cores[h].stop()
@@ -436,14 +460,8 @@ func TestColdBalanceRollingRestart(t *testing.T) {
 			g.waitEven(hosts...)
 		}
 		stopLoad()
-		sampler.stop()
-		sampler.mu.Lock()
-		if len(sampler.violations) > 0 {
-			t.Errorf("a task owned twice at once: %v", sampler.violations)
-		}
-		t.Logf("%d ownership samples; %d hand-overs for balance, %d on shutdown",
-			sampler.samples, g.handovers(MoveBalance), g.handovers(MoveShutdown))
-		sampler.mu.Unlock()
+		sampler.check(t)
+		t.Logf("%d hand-overs for balance, %d on shutdown", g.handovers(MoveBalance), g.handovers(MoveShutdown))
 		for _, name := range slices.Sorted(maps.Keys(g.fleet)) {
 			eng := g.fleet[name]
 			waitApplied(t, eng, 30*time.Second)

@@ -92,7 +92,7 @@ func TestMySQLOnZooKeeperEnsemble(t *testing.T) {
 		}
 		return nil
 	})
-	running := watchRunning(t, ctx, a, task)
+	sampler := sampleOwnership(t, a, []string{a.layout.Instances(task)})
 
 	runs := startEnsembleSchedulers(t, connect)
 	locks := startLockHolders(t, connect, 3)
@@ -157,9 +157,7 @@ func TestMySQLOnZooKeeperEnsemble(t *testing.T) {
 	}
 	waitSameTables(t, source, target, db, 2*time.Minute)
 	locks.stop()
-	if n := running.stop(); n != 0 {
-		t.Errorf("%d observations of two RUNNING instances (see above)", n)
-	}
+	sampler.check(t)
 	runs.check(t)
 	locks.check(t)
 }
@@ -176,47 +174,6 @@ func ctl(t testing.TB, connect string, args ...string) string {
 		t.Fatalf("shepherd ctl %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
 	}
 	return string(out)
-}
-
-// runningWatch polls a task's instances and reports every moment at which
-// more than one said RUNNING.
-type runningWatch struct {
-	cancel func()
-	done   chan int
-}
-
-func watchRunning(t testing.TB, ctx context.Context, a *Admin, task string) *runningWatch {
-	ctx, cancel := context.WithCancel(ctx)
-	w := &runningWatch{cancel: cancel, done: make(chan int, 1)}
-	go func() {
-		bad := 0
-		for ctx.Err() == nil {
-			if ts, err := a.Task(ctx, task); err == nil {
-				var owners []string
-				for _, in := range ts.Instances {
-					if in.State.State == StateRunning {
-						owners = append(owners, in.Name)
-					}
-				}
-				if len(owners) > 1 {
-					bad++
-					t.Logf("two RUNNING: %v", owners)
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-		w.done <- bad
-	}()
-	return w
-}
-
-// stop ends the watch and returns how often it saw two RUNNING.
-func (w *runningWatch) stop() int {
-	w.cancel()
-	return <-w.done
 }
 
 // jobRuns is what three schedulers' job left behind: one line per executed
