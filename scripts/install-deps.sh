@@ -32,6 +32,12 @@ test)
   want '[ -f /usr/share/java/curator-recipes.jar ] && command -v javac' \
     libcurator-recipes-java libcurator-framework-java libcurator-client-java default-jdk-headless
   want '[ -x /usr/sbin/logrotate ]' logrotate
+  # The console's browser tests drive a real headless Chromium.
+  want 'command -v chromium' chromium
+  # The monitor's shipped rules are checked by promtool, scraped by a real Prometheus.
+  want 'command -v promtool && command -v prometheus' prometheus
+  # The monitor's e-mail notifications go to a real SMTP server.
+  want '/usr/bin/python3 -c "import aiosmtpd"' python3-aiosmtpd
   ;;
 demo)
   want "$mariadb_probe" mariadb-server mariadb-client
