@@ -152,6 +152,14 @@ func TestAskGivesUpAtTheDeadline(t *testing.T) {
 	}
 }
 
+func TestAskRefusesAWordOfAnotherLength(t *testing.T) {
+	for _, w := range []string{"", "ruo", "ruokk"} {
+		if _, err := Ask(context.Background(), "127.0.0.1:1", w); err == nil || !strings.Contains(err.Error(), "not a four-letter word") {
+			t.Errorf("Ask(%q) = %v, want a length error", w, err)
+		}
+	}
+}
+
 func TestProbeOfAClosedPortIsNotOKAndSaysWhy(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
