@@ -111,6 +111,57 @@ func serveOnce(t *testing.T, answer func(w io.Writer)) string {
 	return ln.Addr().String()
 }
 
+// serveWords answers each connection's word from answers, as a server
+// would, until the test ends.
+func serveWords(t *testing.T, answers map[string]string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			var word [4]byte
+			if _, err := io.ReadFull(c, word[:]); err == nil {
+				io.WriteString(c, answers[string(word[:])])
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A server that allows srvr alone (the default of both servers): Probe
+// is OK with srvr's fields and without mntr's.
+func TestProbeOfAServerAllowingSrvrAloneIsOK(t *testing.T) {
+	addr := serveWords(t, map[string]string{
+		"srvr": readAnswer(t, "srvr-zookeeper.txt"),
+		"mntr": "mntr is not executed because it is not in the whitelist.\n",
+	})
+	s := Probe(context.Background(), addr)
+	if !s.OK || s.Mode != "standalone" || s.Znodes != 5 || s.Error != "" {
+		t.Fatalf("Probe = %+v", s)
+	}
+	if _, ok := s.Raw["zk_version"]; ok {
+		t.Fatalf("Probe took mntr keys from a refusal: %v", s.Raw)
+	}
+}
+
+// With mntr allowed, Probe adds its keys and the watch count.
+func TestProbeReadsMntrWhenAllowed(t *testing.T) {
+	mntr := strings.Replace(readAnswer(t, "mntr-shepherd.txt"), "zk_watch_count\t0", "zk_watch_count\t42", 1)
+	addr := serveWords(t, map[string]string{"srvr": readAnswer(t, "srvr-shepherd.txt"), "mntr": mntr})
+	s := Probe(context.Background(), addr)
+	if !s.OK || s.Watches != 42 || s.Raw["zk_server_state"] != "standalone" || s.Raw["Mode"] != "standalone" {
+		t.Fatalf("Probe = %+v", s)
+	}
+}
+
 func TestAskReportsAWordTheServerDisallows(t *testing.T) {
 	addr := serveOnce(t, func(w io.Writer) { io.WriteString(w, "mntr is not executed because it is not in the whitelist.\n") })
 	_, err := Ask(context.Background(), addr, "mntr")
