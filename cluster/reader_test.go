@@ -67,7 +67,7 @@ func populate(t *testing.T, s *recipe.Session) {
 	if _, err := s.Create(ctx, scheduler.JobPath("misnamed"), nightly.Encode(), zk.FlagPersistent, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := collector.NewAdmin(s).AddSources(ctx, "file:///var/log/app.log"); err != nil {
+	if _, err := collector.NewAdmin(s).AddSources(ctx, "file:///var/log/app.log", "https://reader:pa55word@logs.example/app.log"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -100,8 +100,9 @@ func TestReaderReadsEverySectionOfARealCluster(t *testing.T) {
 		if bad, ok := snap.Job("misnamed"); !ok || !strings.Contains(bad.Error, `named "nightly"`) || len(bad.Next) != 0 {
 			t.Fatalf("misnamed job = %+v, want it refused for its name", bad)
 		}
-		if len(snap.Sources) != 1 || snap.Sources[0].URI != "file:///var/log/app.log" || snap.Sources[0].Collector != "" {
-			t.Fatalf("sources = %+v", snap.Sources)
+		if len(snap.Sources) != 2 || snap.Sources[0].URI != "file:///var/log/app.log" || snap.Sources[0].Collector != "" ||
+			snap.Sources[1].URI != "https://reader:xxxxx@logs.example/app.log" {
+			t.Fatalf("sources = %+v, want the second's password redacted", snap.Sources)
 		}
 		if len(snap.Coord) != 1 || !snap.Coord[0].OK || snap.Coord[0].Mode != "standalone" {
 			t.Fatalf("coord = %+v", snap.Coord)
