@@ -369,7 +369,7 @@ func (a *Admin) fill(ctx context.Context, js *JobStatus, runs int) error {
 		runs = DefaultRunsPerJob
 	}
 	slices.Reverse(all)
-	js.Runs = all[:min(len(all), runs)]
+	js.Runs = append([]RunInfo{}, all[:min(len(all), runs)]...) // [] in JSON when none
 	js.Job = js.Job.Redacted()
 	if p, err := compile(js.Job); err == nil && js.Job.Schedule != "" {
 		js.Next = p.next(time.Now(), MaxNext)
