@@ -174,7 +174,7 @@ func (a *agents) dirs() []string {
 // start runs agent name (a collector, and with assign a candidate
 // assigner) until stop(name).
 func (a *agents) start(name string, assign bool) {
-	cfg := testAgentConfig(a.connect, name, a.dir(name), a.strat, testLogger().With("agent", name))
+	cfg := testAgentConfig(name, a.dir(name), a.strat, testLogger().With("agent", name))
 	cfg.Assign = assign
 	if a.deadAfter > 0 {
 		cfg.Assigner.DeadAfter = a.deadAfter
@@ -183,7 +183,7 @@ func (a *agents) start(name string, assign bool) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := RunAgent(ctx, cfg); err != nil {
+		if err := runAgent(ctx, a.connect, cfg); err != nil {
 			a.t.Errorf("agent %s: %v", name, err)
 		}
 	}()
@@ -325,7 +325,7 @@ func sortedList(m map[string][]string) string {
 func startAssigner(t *testing.T, connect string) {
 	t.Helper()
 	s := dial(t, connect)
-	a, err := NewAssigner(s, testAgentConfig("", "assigner", "", Local, testLogger()).Assigner)
+	a, err := NewAssigner(s, testAgentConfig("assigner", "", Local, testLogger()).Assigner)
 	if err != nil {
 		t.Fatal(err)
 	}

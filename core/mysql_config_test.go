@@ -66,33 +66,6 @@ func TestMapReplicationError(t *testing.T) {
 	}
 }
 
-func TestLoadConfigFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	good := write("core.yaml", "zk: zk1:2181/prod\nhost: db-a\ntask: [t1, t2]\nscan-interval: 3s\nmax-failures: 5\ncapacity: 2\nbalance-moves: 0\nbalance-grace: 20s\n")
-	fc, err := LoadConfigFile(t.Context(), good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fc.ZK != "zk1:2181/prod" || fc.Host != "db-a" || !reflect.DeepEqual(fc.Tasks, []string{"t1", "t2"}) || fc.ScanInterval != 3*time.Second || fc.MaxFailures != 5 ||
-		fc.Capacity != 2 || fc.BalanceMoves == nil || *fc.BalanceMoves != 0 || fc.BalanceGrace != 20*time.Second {
-		t.Errorf("parsed %+v", fc)
-	}
-	bad := write("bad.yaml", "zk: x\nscan_interval: 3s\n")
-	if _, err := LoadConfigFile(t.Context(), bad); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "scan_interval") {
-		t.Errorf("unknown key: %v", err)
-	}
-	if _, err := LoadConfigFile(t.Context(), filepath.Join(dir, "none.yaml")); !errors.Is(err, ErrBadConfig) {
-		t.Errorf("missing file: %v", err)
-	}
-}
-
 func TestNewRejectsBadConfig(t *testing.T) {
 	eng := newMemEngine(0)
 	for _, tc := range []struct {
