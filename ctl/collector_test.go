@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/collector"
-	"github.com/shepherd-dev/shepherd/coord/recipe"
-	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 func TestSourceVerbs(t *testing.T) {
@@ -79,9 +77,10 @@ func TestCollectorList(t *testing.T) {
 		mustCtlAuth(t, zk, "source", "add", "file://"+src)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
+		agent := dialSession(t, zk)
 		go func() {
-			done <- collector.RunAgent(ctx, collector.AgentConfig{
-				Connect: zk, Session: recipe.Options{SessionTimeout: 2 * time.Second, Auth: coordtest.Auth}, Assign: true,
+			done <- collector.RunAgent(ctx, agent, collector.AgentConfig{
+				Assign: true,
 				Collector: collector.Config{Name: "host1", OutDir: filepath.Join(dir, "out"),
 					PollInterval: 20 * time.Millisecond, StatusInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)},
 				Assigner: collector.AssignerConfig{Strategy: collector.Local, PollInterval: 20 * time.Millisecond,

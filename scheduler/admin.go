@@ -41,10 +41,7 @@ func StoreJob(ctx context.Context, s *recipe.Session, j Job) error {
 // job that does not decode is returned in bad with its error.
 func StoredJobs(ctx context.Context, s *recipe.Session) (jobs []Job, bad map[string]error, err error) {
 	var names []string
-	err = s.Retry(ctx, func() (err error) {
-		names, _, err = s.Children(ctx, JobsPath)
-		return err
-	})
+	names, _, err = s.Retrying().Children(ctx, JobsPath)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil, nil
 	}
@@ -70,11 +67,7 @@ func StoredJobs(ctx context.Context, s *recipe.Session) (jobs []Job, bad map[str
 
 // LoadJob reads one stored job.
 func LoadJob(ctx context.Context, s *recipe.Session, name string) (Job, error) {
-	var data []byte
-	err := s.Retry(ctx, func() (err error) {
-		data, _, err = s.Get(ctx, JobPath(name))
-		return err
-	})
+	data, _, err := s.Retrying().Get(ctx, JobPath(name))
 	if errors.Is(err, zk.ErrNoNode) {
 		return Job{}, fmt.Errorf("%w: %q is not stored in %s", ErrNoSuchJob, name, JobsPath)
 	}
@@ -126,11 +119,7 @@ func SetPaused(ctx context.Context, s *recipe.Session, name string, paused bool)
 
 // Paused reports whether a job is paused.
 func Paused(ctx context.Context, s *recipe.Session, name string) (bool, error) {
-	var ok bool
-	err := s.Retry(ctx, func() (err error) {
-		ok, _, err = s.Exists(ctx, PausedPath+"/"+name)
-		return err
-	})
+	ok, _, err := s.Retrying().Exists(ctx, PausedPath+"/"+name)
 	return ok, err
 }
 

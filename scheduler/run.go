@@ -106,22 +106,15 @@ type binding struct {
 func (sc *Scheduler) watchMaster(ctx context.Context, job, key string) error {
 	s := sc.sess
 	for {
-		var ok bool
-		var bch, rch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			ok, _, bch, err = s.ExistsW(ctx, BindingPath(job, key))
-			return err
-		})
+		var rch <-chan zk.Event
+		ok, _, bch, err := s.Retrying().ExistsW(ctx, BindingPath(job, key))
 		if err != nil {
 			return fmt.Errorf("scheduler: job %s run %s: watch master: %w", job, key, err)
 		}
 		if !ok {
 			return nil
 		}
-		err = s.Retry(ctx, func() (err error) {
-			ok, _, rch, err = s.ExistsW(ctx, ResultPath(job, key))
-			return err
-		})
+		ok, _, rch, err = s.Retrying().ExistsW(ctx, ResultPath(job, key))
 		if err != nil {
 			return fmt.Errorf("scheduler: job %s run %s: watch result: %w", job, key, err)
 		}
@@ -262,12 +255,7 @@ func (sc *Scheduler) masterErr(runCtx context.Context, err error) error {
 
 func (sc *Scheduler) readAttempts(ctx context.Context, job, key string) (attempts, int32, error) {
 	s := sc.sess
-	var data []byte
-	var st *zk.Stat
-	err := s.Retry(ctx, func() (err error) {
-		data, st, err = s.Get(ctx, attemptsPath(job, key))
-		return err
-	})
+	data, st, err := s.Retrying().Get(ctx, attemptsPath(job, key))
 	if errors.Is(err, zk.ErrNoNode) {
 		return attempts{Version: 1}, -1, nil
 	}
@@ -460,11 +448,7 @@ func (sc *Scheduler) activeRuns(ctx context.Context, job, key string, scheduled 
 		if r.RunKey == key || !r.Running || r.Result != nil {
 			continue
 		}
-		var data []byte
-		err := sc.sess.Retry(ctx, func() (err error) {
-			data, _, err = sc.sess.Get(ctx, BindingPath(job, r.RunKey))
-			return err
-		})
+		data, _, err := sc.sess.Retrying().Get(ctx, BindingPath(job, r.RunKey))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // it just ended
 		}

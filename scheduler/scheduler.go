@@ -302,12 +302,7 @@ func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, 
 		}()
 	}
 	children := func(path string) ([]string, error) {
-		var names []string
-		var ch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			names, _, ch, err = s.ChildrenW(ctx, path)
-			return err
-		})
+		names, _, ch, err := s.Retrying().ChildrenW(ctx, path)
 		if err != nil {
 			return nil, err
 		}
@@ -319,12 +314,7 @@ func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, 
 		return st, err
 	}
 	for _, n := range names {
-		var data []byte
-		var ch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			data, _, ch, err = s.GetW(ctx, JobPath(n))
-			return err
-		})
+		data, _, ch, err := s.Retrying().GetW(ctx, JobPath(n))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -365,11 +355,7 @@ func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, 
 		return st, err
 	}
 	for _, n := range names {
-		var data []byte
-		err := s.Retry(ctx, func() (err error) {
-			data, _, err = s.Get(ctx, TriggersPath+"/"+n)
-			return err
-		})
+		data, _, err := s.Retrying().Get(ctx, TriggersPath+"/"+n)
 		if err == nil {
 			err = s.CheckTrusted(ctx, Root, TriggersPath+"/"+n)
 		}
@@ -589,12 +575,7 @@ func (sc *Scheduler) catchUp(ctx, runCtx context.Context, p *plan) {
 }
 
 func (sc *Scheduler) readMarker(ctx context.Context, job string) (marker, int32, error) {
-	var data []byte
-	var st *zk.Stat
-	err := sc.sess.Retry(ctx, func() (err error) {
-		data, st, err = sc.sess.Get(ctx, RunsPath(job))
-		return err
-	})
+	data, st, err := sc.sess.Retrying().Get(ctx, RunsPath(job))
 	if errors.Is(err, zk.ErrNoNode) {
 		return marker{}, -1, nil
 	}

@@ -58,11 +58,7 @@ func NewBarrier(s *Session, path, member string) *Barrier {
 
 // Size reads the barrier's size from its node.
 func (b *Barrier) Size(ctx context.Context) (int, error) {
-	var data []byte
-	err := b.s.Retry(ctx, func() (err error) {
-		data, _, err = b.s.Get(ctx, b.path)
-		return err
-	})
+	data, _, err := b.s.Retrying().Get(ctx, b.path)
 	if err != nil {
 		return 0, fmt.Errorf("recipe: barrier %s: %w", b.path, err)
 	}
@@ -108,12 +104,7 @@ func (b *Barrier) Wait(ctx context.Context) error {
 func (b *Barrier) await(ctx context.Context, n int, genDone <-chan struct{}) error {
 	s := b.s
 	for {
-		var names []string
-		var ch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			names, _, ch, err = s.ChildrenW(ctx, b.path)
-			return err
-		})
+		names, _, ch, err := s.Retrying().ChildrenW(ctx, b.path)
 		if err != nil {
 			return err
 		}

@@ -87,12 +87,7 @@ func (b *DoubleBarrier) awaitReady(ctx context.Context, genDone <-chan struct{})
 	s := b.s
 	ready := joinPath(b.path, doubleBarrierReady)
 	for {
-		var ok bool
-		var ch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			ok, _, ch, err = s.ExistsW(ctx, ready)
-			return err
-		})
+		ok, _, ch, err := s.Retrying().ExistsW(ctx, ready)
 		if err != nil || ok {
 			return err
 		}
@@ -124,11 +119,7 @@ func (b *DoubleBarrier) awaitReady(ctx context.Context, genDone <-chan struct{})
 
 // members returns the names of the participants' nodes, sorted.
 func (b *DoubleBarrier) members(ctx context.Context) ([]string, error) {
-	var names []string
-	err := b.s.Retry(ctx, func() (err error) {
-		names, _, err = b.s.Children(ctx, b.path)
-		return err
-	})
+	names, _, err := b.s.Retrying().Children(ctx, b.path)
 	if err != nil {
 		return nil, err
 	}
@@ -176,10 +167,7 @@ func (b *DoubleBarrier) leave(ctx context.Context) error {
 		var ch <-chan zk.Event
 		// A get, not an exists: an exists on a node gone meanwhile would
 		// leave a watch for its creation behind.
-		err = s.Retry(ctx, func() (err error) {
-			_, _, ch, err = s.GetW(ctx, joinPath(b.path, watch))
-			return err
-		})
+		_, _, ch, err = s.Retrying().GetW(ctx, joinPath(b.path, watch))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}

@@ -11,11 +11,7 @@ import (
 // leaderNode returns the name of the first candidate's node, or
 // ErrNoLeader.
 func (e *Election) leaderNode(ctx context.Context) (string, error) {
-	var names []string
-	err := e.s.Retry(ctx, func() (err error) {
-		names, _, err = e.s.Children(ctx, e.path)
-		return err
-	})
+	names, _, err := e.s.Retrying().Children(ctx, e.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", ErrNoLeader
 	}
@@ -39,10 +35,7 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("recipe: leader of %s: %w", e.path, err)
 		}
 		var data []byte
-		err = e.s.Retry(ctx, func() (err error) {
-			data, _, err = e.s.Get(ctx, joinPath(e.path, name))
-			return err
-		})
+		data, _, err = e.s.Retrying().Get(ctx, joinPath(e.path, name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // it left as we looked: ask again
 		}

@@ -206,11 +206,7 @@ func (l *lock) queue(ctx context.Context, node string, genDone <-chan struct{}, 
 			return nil, errRestart
 		default:
 		}
-		var children []string
-		err := l.s.Retry(ctx, func() (err error) {
-			children, _, err = l.s.Children(ctx, l.dir)
-			return err
-		})
+		children, _, err := l.s.Retrying().Children(ctx, l.dir)
 		if err != nil {
 			return nil, l.giveUp(node, genDone, err)
 		}

@@ -102,12 +102,7 @@ func (sem *Semaphore) acquireLocked(ctx context.Context) (*Lease, error) {
 		return errRestart
 	}
 	for {
-		var children []string
-		var ch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			children, _, ch, err = s.ChildrenW(ctx, leases)
-			return err
-		})
+		children, _, ch, err := s.Retrying().ChildrenW(ctx, leases)
 		if err != nil {
 			return nil, giveUp(err)
 		}
