@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/ctxsleep"
 )
 
 // replaceWait bounds how long a replace-policy run waits for the run it
@@ -382,7 +383,7 @@ func (sc *Scheduler) watchCancel(ctx context.Context, cancel context.CancelCause
 				return
 			}
 			if err != nil {
-				if sc.sleep(wctx, time.Second) != nil {
+				if ctxsleep.Sleep(wctx, time.Second) != nil {
 					return
 				}
 				continue
@@ -473,20 +474,9 @@ func (sc *Scheduler) logPath(job, key string) string {
 
 func (sc *Scheduler) awaitConnected(ctx context.Context) error {
 	for !sc.sess.State().Connected() {
-		if err := sc.sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := ctxsleep.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func (sc *Scheduler) sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

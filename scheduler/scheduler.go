@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/ctxsleep"
 )
 
 // Defaults of Options.
@@ -476,13 +477,13 @@ func (sc *Scheduler) loop(lctx, runCtx context.Context, p *plan) {
 		if next.IsZero() {
 			return
 		}
-		if sc.sleep(lctx, next.Sub(sc.now())) != nil {
+		if ctxsleep.Sleep(lctx, next.Sub(sc.now())) != nil {
 			return
 		}
 		// The timer may fire a little early on some clocks: wait for the
 		// scheduled time itself.
 		for sc.now().Before(next) {
-			if sc.sleep(lctx, next.Sub(sc.now())+time.Millisecond) != nil {
+			if ctxsleep.Sleep(lctx, next.Sub(sc.now())+time.Millisecond) != nil {
 				return
 			}
 		}
