@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // ErrBadBarrier reports a barrier node whose data is not its size, a
@@ -53,7 +55,7 @@ func CreateBarrier(ctx context.Context, s *Session, path string, n int) error {
 // names the participant's node: unique among the participants, e.g. a
 // host name.
 func NewBarrier(s *Session, path, member string) *Barrier {
-	return &Barrier{s: s, path: path, member: member, node: joinPath(path, member)}
+	return &Barrier{s: s, path: path, member: member, node: zpath.Join(path, member)}
 }
 
 // Size reads the barrier's size from its node.

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // doubleBarrierReady is the child whose creation opens a DoubleBarrier.
@@ -39,7 +41,7 @@ type DoubleBarrier struct {
 // participants at path (a persistent node created on first use). member
 // names the participant's node: unique among participants, not "ready".
 func NewDoubleBarrier(s *Session, path string, n int, member string) *DoubleBarrier {
-	return &DoubleBarrier{s: s, path: path, n: n, member: member, node: joinPath(path, member)}
+	return &DoubleBarrier{s: s, path: path, n: n, member: member, node: zpath.Join(path, member)}
 }
 
 func (b *DoubleBarrier) check() error {
@@ -85,7 +87,7 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 // are all there.
 func (b *DoubleBarrier) awaitReady(ctx context.Context, genDone <-chan struct{}) error {
 	s := b.s
-	ready := joinPath(b.path, doubleBarrierReady)
+	ready := zpath.Join(b.path, doubleBarrierReady)
 	for {
 		ok, _, ch, err := s.Retrying().ExistsW(ctx, ready)
 		if err != nil || ok {
@@ -167,7 +169,7 @@ func (b *DoubleBarrier) leave(ctx context.Context) error {
 		var ch <-chan zk.Event
 		// A get, not an exists: an exists on a node gone meanwhile would
 		// leave a watch for its creation behind.
-		_, _, ch, err = s.Retrying().GetW(ctx, joinPath(b.path, watch))
+		_, _, ch, err = s.Retrying().GetW(ctx, zpath.Join(b.path, watch))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -183,7 +185,7 @@ func (b *DoubleBarrier) leave(ctx context.Context) error {
 			return ErrClosed
 		}
 	}
-	err := s.Retry(ctx, func() error { return s.Delete(ctx, joinPath(b.path, doubleBarrierReady), -1) })
+	err := s.Retry(ctx, func() error { return s.Delete(ctx, zpath.Join(b.path, doubleBarrierReady), -1) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}

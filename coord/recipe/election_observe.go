@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // leaderNode returns the name of the first candidate's node, or
@@ -35,7 +37,7 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("recipe: leader of %s: %w", e.path, err)
 		}
 		var data []byte
-		data, _, err = e.s.Retrying().Get(ctx, joinPath(e.path, name))
+		data, _, err = e.s.Retrying().Get(ctx, zpath.Join(e.path, name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // it left as we looked: ask again
 		}
@@ -117,7 +119,7 @@ func (e *Election) readLeader(ctx context.Context) (string, <-chan zk.Event, err
 		// A candidate came meanwhile; the children watch fires once more
 		// later, costing one more read.
 	}
-	data, _, ch, err := e.s.GetW(ctx, joinPath(e.path, cs[0].name))
+	data, _, ch, err := e.s.GetW(ctx, zpath.Join(e.path, cs[0].name))
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", firedWatch, nil
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // campaignAsync starts e.Campaign and returns the channel of its result.
@@ -309,7 +311,7 @@ func selectorAsync(ctx context.Context, s *Session, p, id string, calls chan<- l
 // firstCandidate returns the path of the first of two candidates' nodes at p.
 func firstCandidate(t testing.TB, s *Session, p string) string {
 	t.Helper()
-	return joinPath(p, waitChildren(t, s, p, 2)[0])
+	return zpath.Join(p, waitChildren(t, s, p, 2)[0])
 }
 
 func nextLead(t testing.TB, calls <-chan leadCall, what string) leadCall {

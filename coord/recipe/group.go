@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // ErrNodeInTheWay reports a persistent node where a recipe wants to
@@ -49,7 +51,7 @@ func Join(ctx context.Context, s *Session, group, member string, data []byte) (*
 	if err := s.Retry(ctx, func() error { return s.EnsurePath(ctx, group) }); err != nil {
 		return nil, fmt.Errorf("recipe: join %s: %w", group, err)
 	}
-	node := joinPath(group, member)
+	node := zpath.Join(group, member)
 	genDone, err := s.claimEphemeral(ctx, node, data)
 	if err != nil {
 		return nil, fmt.Errorf("recipe: join %s as %s: %w", group, member, err)
@@ -142,7 +144,7 @@ func readMembers(ctx context.Context, s *Session, group string, names []string, 
 			ms = append(ms, Member{Name: n, Data: d})
 			continue
 		}
-		data, _, err := s.Retrying().Get(ctx, joinPath(group, n))
+		data, _, err := s.Retrying().Get(ctx, zpath.Join(group, n))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // lockAsync starts m.Lock and returns the channel of its result.
@@ -497,7 +499,7 @@ func TestMutexChroot(t *testing.T) {
 		if ok, err := outside.TryLock(ctx); err != nil || ok {
 			t.Fatalf("TryLock outside the chroot while held inside: %v, %v", ok, err)
 		}
-		if _, name := splitPath(inside.Node()); !curatorLockNode.MatchString(name) || !regexp.MustCompile(`^/locks/job/`).MatchString(inside.Node()) {
+		if _, name := zpath.Split(inside.Node()); !curatorLockNode.MatchString(name) || !regexp.MustCompile(`^/locks/job/`).MatchString(inside.Node()) {
 			t.Errorf("Node() = %q, want a path relative to the chroot", inside.Node())
 		}
 		if err := inside.Unlock(); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // ErrTakeUncertain reports a Take whose claiming delete was cut off by a
@@ -127,7 +129,7 @@ func (q *Queue) take(ctx context.Context, watch bool) (data []byte, ok bool, ch 
 			return nil, false, nil, fmt.Errorf("recipe: queue %s: take: %w", q.path, err)
 		}
 		for _, it := range contenders(names) {
-			data, ok, err := q.claim(ctx, joinPath(q.path, it.name))
+			data, ok, err := q.claim(ctx, zpath.Join(q.path, it.name))
 			if err != nil || ok {
 				return data, ok, nil, err
 			}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 var queueItemNode = regexp.MustCompile(`^qn-[0-9a-f]{32}-\d{10}$`)
@@ -29,7 +31,7 @@ func TestQueueFIFO(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, name := splitPath(p); !queueItemNode.MatchString(name) {
+			if _, name := zpath.Split(p); !queueItemNode.MatchString(name) {
 				t.Errorf("item node %q does not match %v", name, queueItemNode)
 			}
 		}

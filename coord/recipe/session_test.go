@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // expireSession ends s's session on the server the way a takeover does:
@@ -389,10 +391,10 @@ func TestCreateProtectedAfterLostReply(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(kids) != 1 || joinPath(p, kids[0]) != r.path {
+				if len(kids) != 1 || zpath.Join(p, kids[0]) != r.path {
 					t.Fatalf("children after a retried protected create: %v, want only the returned %s", kids, r.path)
 				}
-				if _, name := splitPath(r.path); !protectedName.MatchString(name) {
+				if _, name := zpath.Split(r.path); !protectedName.MatchString(name) {
 					t.Errorf("protected name %q does not match %v", name, protectedName)
 				}
 			})
