@@ -65,6 +65,8 @@ func TestConfigFileOnEveryCommand(t *testing.T) {
 		{"scheduler", "session-timeout", "7s", "7s", "--session-timeout=8s", "8s", "long"},
 		{"collector", "dead-after", "7m", "7m0s", "--dead-after=8m", "8m0s", "soon"},
 		{"collector", "assign", "true", "true", "--assign=false", "false", "maybe"},
+		{"up", "session-timeout", "7s", "7s", "--session-timeout=8s", "8s", "long"},
+		{"up", "http-listen", "127.0.0.1:1", "127.0.0.1:1", "--http-listen=:0", ":0", "[a]"},
 		{"collector", "read-acl", "[digest:v:x]", "[digest:v:x]", "--read-acl=digest:w:y", "[digest:w:y]", "{a: b}"},
 	} {
 		t.Run(tc.command+"/"+tc.key, func(t *testing.T) {
