@@ -171,7 +171,7 @@ func TestMemberTracker(t *testing.T) {
 	}
 }
 
-// balanceGroup is a cold group of memEngine tasks and its cores, with
+// balanceGroup is a cold group of MemEngine tasks and its cores, with
 // the helpers of the balancing tests.
 type balanceGroup struct {
 	t       testing.TB
@@ -191,7 +191,7 @@ func newBalanceGroup(t testing.TB, tg *target, n int, scan time.Duration) *balan
 	for i := range n {
 		name := fmt.Sprintf("t%02d", i)
 		mustAdd(t, g.a, coldSpec(name, "g1"))
-		g.fleet[name] = newMemEngine(200)
+		g.fleet[name] = NewMemEngine(200)
 		g.tasks = append(g.tasks, name)
 	}
 	return g
@@ -279,7 +279,7 @@ func (g *balanceGroup) steadyLoad(period time.Duration, n int) (stop func()) {
 				return
 			case <-tick.C:
 				for _, eng := range g.fleet {
-					eng.addEvents(n)
+					eng.AddEvents(n)
 				}
 			}
 		}
@@ -352,7 +352,7 @@ func TestColdBalanceCrash(t *testing.T) {
 		g.cores["h2"].crash()
 		g.waitEven("h1", "h3", "h4")
 		for name, eng := range g.fleet {
-			eng.addEvents(50)
+			eng.AddEvents(50)
 			waitApplied(t, eng, 30*time.Second)
 			if maxRunning, _, _, _ := eng.stats(); maxRunning != 1 {
 				t.Errorf("%s: %d instances applied at once; want 1", name, maxRunning)

@@ -17,7 +17,7 @@ func TestStopAndStart(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(1000)
+		eng := NewMemEngine(1000)
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
 		waitOwner(t, a, "t1", "h1", StateRunning, 10*time.Second)
 
@@ -30,7 +30,7 @@ func TestStopAndStart(t *testing.T) {
 		if err != nil || lc.Position() != cp.Position || paused.State.Position != cp.Position {
 			t.Errorf("paused at target %v, lastCommit %+v (%v), instance %v: want all equal", cp.Position, lc, err, paused.State.Position)
 		}
-		eng.addEvents(100)
+		eng.AddEvents(100)
 		time.Sleep(300 * time.Millisecond) // several commit intervals: nothing may be applied
 		if _, _, _, now := eng.stats(); now.Position != cp.Position {
 			t.Fatalf("a PAUSED owner applied: checkpoint %v → %v", cp.Position, now.Position)
@@ -53,7 +53,7 @@ func TestNonRetryableFailure(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(500)
+		eng := NewMemEngine(500)
 		eng.poison = 200
 		limit := func(c *Config) { c.Tasks, c.MaxFailures = []string{"t1"}, 2 }
 		h1 := startCore(t, connect, "h1", eng, limit)
@@ -127,8 +127,8 @@ func TestRetryableFailureShowsInState(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(300)
-		eng.setDown(true)
+		eng := NewMemEngine(300)
+		eng.SetDown(true)
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
 		waitFor(t, 10*time.Second, "the error in the state", func() error {
 			ts, err := a.Task(context.Background(), "t1")
@@ -141,7 +141,7 @@ func TestRetryableFailureShowsInState(t *testing.T) {
 			}
 			return nil
 		})
-		eng.setDown(false)
+		eng.SetDown(false)
 		waitApplied(t, eng, 20*time.Second)
 		waitFor(t, 5*time.Second, "the error to clear", func() error {
 			ts, err := a.Task(context.Background(), "t1")
@@ -164,7 +164,7 @@ func TestCoreWithoutSpec(t *testing.T) {
 		ctx := ctxFor(t, 30*time.Second)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
-		eng := newMemEngine(100)
+		eng := NewMemEngine(100)
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
 		in := waitOwner(t, a, "t1", "h1", StateFailed, 10*time.Second)
 		if !strings.Contains(in.State.Error, "shepherd ctl task add") {

@@ -30,8 +30,8 @@ func coldSpec(name, group string) *Spec {
 	return sp
 }
 
-// memFleet is one memEngine per task, for cores that run several.
-type memFleet map[string]*memEngine
+// memFleet is one MemEngine per task, for cores that run several.
+type memFleet map[string]*MemEngine
 
 func (f memFleet) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replicator, error) {
 	e, ok := f[sp.Name]
@@ -138,10 +138,10 @@ func instanceNames(ts TaskStatus) []string {
 
 // waitApplied waits until the engine has applied every source event,
 // each exactly once.
-func waitApplied(t testing.TB, e *memEngine, d time.Duration) {
+func waitApplied(t testing.TB, e *MemEngine, d time.Duration) {
 	t.Helper()
 	waitFor(t, d, "every event applied once", func() error {
-		_, err := e.check()
+		_, err := e.Check()
 		return err
 	})
 }
@@ -152,4 +152,23 @@ func mustAdd(t testing.TB, a *Admin, sp *Spec) {
 	if err := a.AddTask(context.Background(), sp, false); err != nil {
 		t.Fatalf("AddTask %s: %v", sp.Name, err)
 	}
+}
+
+// kill stops the Runs of owners with prefix for good, and waits until
+// none of them applies.
+func (e *MemEngine) kill(t testing.TB, prefix string) {
+	t.Helper()
+	e.mu.Lock()
+	e.dead[prefix] = true
+	e.mu.Unlock()
+	waitFor(t, 5*time.Second, prefix+"* to stop applying", func() error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for owner, n := range e.running {
+			if n > 0 && strings.HasPrefix(owner, prefix) {
+				return fmt.Errorf("%s applies", owner)
+			}
+		}
+		return nil
+	})
 }

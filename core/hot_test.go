@@ -20,7 +20,7 @@ func TestHotStandbyHandOver(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(3000)
+		eng := NewMemEngine(3000)
 		eng.delay = time.Millisecond
 
 		// h1 mirrors lastCommit only when it stops: what h2 resumes from
@@ -69,7 +69,7 @@ func TestHotStandbyHandOver(t *testing.T) {
 		if next.State.Epoch <= owner.State.Epoch {
 			t.Errorf("epoch %d after %d: want it to grow with the takeover", next.State.Epoch, owner.State.Epoch)
 		}
-		eng.addEvents(500)
+		eng.AddEvents(500)
 		waitApplied(t, eng, 20*time.Second)
 		if maxRunning, _, _, _ := eng.stats(); maxRunning != 1 {
 			t.Errorf("%d instances applied at once; want 1", maxRunning)
@@ -105,7 +105,7 @@ func TestHotStandbyTakeOverAfterCrash(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(4000)
+		eng := NewMemEngine(4000)
 		eng.delay = time.Millisecond
 		first := startCore(t, connect, "h1", eng, func(c *Config) {
 			c.Tasks = []string{"t1"}
@@ -138,7 +138,7 @@ func TestSuspendedOwnerPausesAndLostOwnerStandsBy(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(100000)
+		eng := NewMemEngine(100000)
 		eng.delay = 5 * time.Millisecond
 		eng.batch = 1
 
@@ -196,7 +196,7 @@ func TestZombieOwnerIsFenced(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(100000)
+		eng := NewMemEngine(100000)
 		eng.delay = 5 * time.Millisecond
 		eng.batch = 1
 		eng.zombie["h1-"] = true

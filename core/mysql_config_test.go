@@ -67,7 +67,7 @@ func TestMapReplicationError(t *testing.T) {
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
-	eng := newMemEngine(0)
+	eng := NewMemEngine(0)
 	for _, tc := range []struct {
 		name string
 		cfg  Config

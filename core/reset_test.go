@@ -24,7 +24,7 @@ func TestResetEpochAfterEnsembleMove(t *testing.T) {
 		// What the old ensemble left: the target's checkpoint and
 		// lastCommit at event 40, under an epoch of its own.
 		const oldEpoch = int64(1) << 60
-		eng := newMemEngine(100)
+		eng := NewMemEngine(100)
 		eng.mu.Lock()
 		for i := range 40 {
 			eng.applied[i] = 1
@@ -40,7 +40,7 @@ func TestResetEpochAfterEnsembleMove(t *testing.T) {
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
 		// Fenced: the core keeps trying and never applies.
 		time.Sleep(3 * testSessionTimeout)
-		if n, _ := eng.check(); n != 40 {
+		if n, _ := eng.Check(); n != 40 {
 			t.Fatalf("before the reset: %d events applied; want the old 40", n)
 		}
 		if _, err := a.ResetEpoch(ctx, "t1", eng, testLogger(t)); !errors.Is(err, ErrTaskBusy) {
@@ -72,7 +72,7 @@ func TestResetEpochAfterEnsembleMove(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitApplied(t, eng, 20*time.Second)
-		if n, _ := eng.check(); n != 100 {
+		if n, _ := eng.Check(); n != 100 {
 			t.Fatalf("%d events applied, want 100", n)
 		}
 		if _, _, _, cp := eng.stats(); cp.Epoch <= 0 || cp.Epoch >= oldEpoch {

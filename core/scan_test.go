@@ -36,7 +36,7 @@ func TestColdGroupScan(t *testing.T) {
 		fleet := memFleet{}
 		for _, name := range tasks {
 			mustAdd(t, a, coldSpec(name, "g1"))
-			fleet[name] = newMemEngine(2000)
+			fleet[name] = NewMemEngine(2000)
 		}
 		mustAdd(t, a, coldSpec("other", "g2")) // not this group's
 		const scan = 300 * time.Millisecond
@@ -75,7 +75,7 @@ func TestColdGroupScan(t *testing.T) {
 		moved := time.Since(gone)
 		t.Logf("tasks moved %v after the owner's session ended (scan interval %v)", moved.Round(time.Millisecond), scan)
 		for name, eng := range fleet {
-			eng.addEvents(100)
+			eng.AddEvents(100)
 			waitApplied(t, eng, 20*time.Second)
 			if maxRunning, _, _, _ := eng.stats(); maxRunning != 1 {
 				t.Errorf("%s: %d instances applied at once; want 1", name, maxRunning)
@@ -92,7 +92,7 @@ func TestColdStopReleases(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, coldSpec("c1", "g1"))
-		eng := newMemEngine(500)
+		eng := NewMemEngine(500)
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Group = "g1" })
 		waitOwner(t, a, "c1", "h1", StateRunning, 10*time.Second)
 		if err := a.SetState(ctx, "c1", DesiredStopped); err != nil {
