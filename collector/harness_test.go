@@ -254,7 +254,7 @@ func assignments(s *recipe.Session) (map[string][]string, error) {
 func waitAssigned(t *testing.T, s *recipe.Session, n int, what string, cond func(map[string][]string) error) map[string][]string {
 	t.Helper()
 	var got map[string][]string
-	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+	coordtest.WaitFor(t, 30*time.Second, "condition", func() error {
 		a, err := assignments(s)
 		if err != nil {
 			return err
@@ -286,7 +286,7 @@ func waitAssigned(t *testing.T, s *recipe.Session, n int, what string, cond func
 func leader(t *testing.T, s *recipe.Session) string {
 	t.Helper()
 	var id string
-	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+	coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		l, err := recipe.NewElection(s, AssignerPath, "").Leader(ctx)

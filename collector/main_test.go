@@ -104,23 +104,6 @@ func startTarget(t testing.TB, name string) *target {
 	return &target{name: name, addr: r.Addr, restart: r.Restart}
 }
 
-// checkFor calls fn every poll until it returns nil, failing the test
-// with fn's last error after total.
-func checkFor(t *testing.T, total, poll time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(poll)
-	}
-}
-
 // testLogger logs to the test when -v and COLLECTOR_TEST_LOG are set.
 func testLogger() *slog.Logger {
 	if os.Getenv("COLLECTOR_TEST_LOG") != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 func TestFairShares(t *testing.T) {
@@ -222,7 +223,7 @@ func (g *balanceGroup) spread() (map[string]int, error) {
 // waitSpread waits until every task runs and the counts per core are want.
 func (g *balanceGroup) waitSpread(want map[string]int) {
 	g.t.Helper()
-	waitFor(g.t, 60*time.Second, fmt.Sprintf("spread %v", want), func() error {
+	coordtest.WaitFor(g.t, 60*time.Second, fmt.Sprintf("spread %v", want), func() error {
 		got, err := g.spread()
 		if err != nil {
 			return err
@@ -239,7 +240,7 @@ func (g *balanceGroup) waitSpread(want map[string]int) {
 func (g *balanceGroup) waitEven(hosts ...string) map[string]int {
 	g.t.Helper()
 	var got map[string]int
-	waitFor(g.t, 60*time.Second, fmt.Sprintf("an even spread over %v", hosts), func() (err error) {
+	coordtest.WaitFor(g.t, 60*time.Second, fmt.Sprintf("an even spread over %v", hosts), func() (err error) {
 		if got, err = g.spread(); err != nil {
 			return err
 		}
@@ -449,7 +450,7 @@ func TestColdBalanceRollingRestart(t *testing.T) {
 		for _, h := range hosts {
 			g.cores[h].stop()
 			others := slices.DeleteFunc(slices.Clone(hosts), func(x string) bool { return x == h })
-			waitFor(t, 60*time.Second, h+"'s tasks to move to "+strings.Join(others, ", "), func() error {
+			coordtest.WaitFor(t, 60*time.Second, h+"'s tasks to move to "+strings.Join(others, ", "), func() error {
 				got, err := g.spread()
 				if err == nil && got[h] > 0 {
 					err = fmt.Errorf("spread %v", got)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // testSpec is a valid hot-standby spec for task name.
@@ -67,7 +68,7 @@ func startCoreOn(t testing.TB, s *recipe.Session, host string, eng Engine, edit 
 		CheckpointInterval: 100 * time.Millisecond,
 		RetryBase:          50 * time.Millisecond,
 		RetryMax:           400 * time.Millisecond,
-		Logger:             testLogger(t).With("core", host),
+		Logger:             coordtest.Logger(t).With("core", host),
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -110,7 +111,7 @@ func (rc *runningCore) crash() {
 func waitOwner(t testing.TB, a *Admin, task, host, state string, d time.Duration) Instance {
 	t.Helper()
 	var in Instance
-	waitFor(t, d, fmt.Sprintf("%s to own %s in state %s", host, task, state), func() error {
+	coordtest.WaitFor(t, d, fmt.Sprintf("%s to own %s in state %s", host, task, state), func() error {
 		ts, err := a.Task(context.Background(), task)
 		if err != nil {
 			return err
@@ -140,7 +141,7 @@ func instanceNames(ts TaskStatus) []string {
 // each exactly once.
 func waitApplied(t testing.TB, e *MemEngine, d time.Duration) {
 	t.Helper()
-	waitFor(t, d, "every event applied once", func() error {
+	coordtest.WaitFor(t, d, "every event applied once", func() error {
 		_, err := e.Check()
 		return err
 	})
@@ -161,7 +162,7 @@ func (e *MemEngine) kill(t testing.TB, prefix string) {
 	e.mu.Lock()
 	e.dead[prefix] = true
 	e.mu.Unlock()
-	waitFor(t, 5*time.Second, prefix+"* to stop applying", func() error {
+	coordtest.WaitFor(t, 5*time.Second, prefix+"* to stop applying", func() error {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		for owner, n := range e.running {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/replication"
 )
 
@@ -39,7 +40,7 @@ func TestReplicationConfig(t *testing.T) {
 		t.Errorf("routes %+v, want %+v", cfg.Routes, want)
 	}
 	sp.Target.PasswordFile = pw + ".missing"
-	if _, err := (MySQL{}).Open(ctxFor(t, 5*time.Second), sp, slog.Default()); !errors.Is(err, ErrNonRetryable) || !strings.Contains(err.Error(), "target.passwordFile") {
+	if _, err := (MySQL{}).Open(coordtest.Context(t, 5*time.Second), sp, slog.Default()); !errors.Is(err, ErrNonRetryable) || !strings.Contains(err.Error(), "target.passwordFile") {
 		t.Errorf("Open with a missing password file: %v; want a non-retryable error naming target.passwordFile", err)
 	}
 }

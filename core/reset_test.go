@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestResetEpochAfterEnsembleMove: a task whose stored epochs come from
@@ -43,7 +45,7 @@ func TestResetEpochAfterEnsembleMove(t *testing.T) {
 		if n, _ := eng.Check(); n != 40 {
 			t.Fatalf("before the reset: %d events applied; want the old 40", n)
 		}
-		if _, err := a.ResetEpoch(ctx, "t1", eng, testLogger(t)); !errors.Is(err, ErrTaskBusy) {
+		if _, err := a.ResetEpoch(ctx, "t1", eng, coordtest.Logger(t)); !errors.Is(err, ErrTaskBusy) {
 			t.Fatalf("ResetEpoch of a running task: %v, want ErrTaskBusy", err)
 		}
 
@@ -51,15 +53,15 @@ func TestResetEpochAfterEnsembleMove(t *testing.T) {
 			t.Fatal(err)
 		}
 		var first EpochReset
-		waitFor(t, 20*time.Second, "no instance RUNNING", func() (err error) {
-			first, err = a.ResetEpoch(ctx, "t1", eng, testLogger(t))
+		coordtest.WaitFor(t, 20*time.Second, "no instance RUNNING", func() (err error) {
+			first, err = a.ResetEpoch(ctx, "t1", eng, coordtest.Logger(t))
 			return err
 		})
 		if first.TargetEpoch != oldEpoch || first.LastCommitEpoch != oldEpoch {
 			t.Fatalf("ResetEpoch = %+v; want both epochs found at %d", first, oldEpoch)
 		}
 		// A second reset finds both at 0 already.
-		res, err := a.ResetEpoch(ctx, "t1", eng, testLogger(t))
+		res, err := a.ResetEpoch(ctx, "t1", eng, coordtest.Logger(t))
 		if err != nil || res.TargetEpoch != 0 || res.LastCommitEpoch != 0 {
 			t.Fatalf("second ResetEpoch = %+v, %v; want both epochs found at 0", res, err)
 		}

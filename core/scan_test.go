@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // groupOwners returns, per task, the host of its single RUNNING
@@ -46,7 +48,7 @@ func TestColdGroupScan(t *testing.T) {
 			"h2": startCore(t, connect, "h2", fleet, group),
 		}
 		var owners map[string]string
-		waitFor(t, 10*time.Second, "every task to run once", func() (err error) {
+		coordtest.WaitFor(t, 10*time.Second, "every task to run once", func() (err error) {
 			owners, err = groupOwners(a, tasks)
 			return err
 		})
@@ -60,7 +62,7 @@ func TestColdGroupScan(t *testing.T) {
 		}
 		cores[victim].crash()
 		gone := time.Now()
-		waitFor(t, 10*time.Second, "the tasks to move to "+survivor, func() error {
+		coordtest.WaitFor(t, 10*time.Second, "the tasks to move to "+survivor, func() error {
 			now, err := groupOwners(a, tasks)
 			if err != nil {
 				return err
@@ -88,7 +90,7 @@ func TestColdGroupScan(t *testing.T) {
 // not taken by scans until it is started again.
 func TestColdStopReleases(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+		ctx := coordtest.Context(t, 30*time.Second)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, coldSpec("c1", "g1"))
@@ -98,7 +100,7 @@ func TestColdStopReleases(t *testing.T) {
 		if err := a.SetState(ctx, "c1", DesiredStopped); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the task to be given up", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "the task to be given up", func() error {
 			ts, err := a.Task(ctx, "c1")
 			if err != nil || len(ts.Instances) != 0 {
 				return fmt.Errorf("instances %v, %v", instanceNames(ts), err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/collector"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 func TestSourceVerbs(t *testing.T) {
@@ -98,7 +99,7 @@ func TestCollectorList(t *testing.T) {
 			}
 		}
 		defer stop()
-		waitFor(t, 20*time.Second, "the collector to report its lines", func() error {
+		coordtest.WaitFor(t, 20*time.Second, "the collector to report its lines", func() error {
 			out := mustCtlAuth(t, zk, "collector", "list")
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			if len(lines) != 3 {

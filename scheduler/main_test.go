@@ -123,33 +123,13 @@ func dialWith(t *testing.T, connect string, opts recipe.Options) *recipe.Session
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	opts.Logger = testLogger(t)
+	opts.Logger = coordtest.Logger(t)
 	s, err := recipe.Dial(ctx, connect, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
 	return s
-}
-
-// testLogger logs to the test, and only while it runs.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(&testWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
 }
 
 // startScheduler runs a scheduler on its own session until the test ends
@@ -166,7 +146,7 @@ func startSchedulerOn(t *testing.T, s *recipe.Session, opts Options, funcs map[s
 		opts.LogDir = t.TempDir()
 	}
 	if opts.Logger == nil {
-		opts.Logger = testLogger(t)
+		opts.Logger = coordtest.Logger(t)
 	}
 	opts.Resync = time.Second
 	sc, err := New(s, opts)
@@ -191,23 +171,6 @@ func startSchedulerOn(t *testing.T, s *recipe.Session, opts Options, funcs map[s
 	}
 	t.Cleanup(stop)
 	return sc, stop
-}
-
-// checkFor polls f until it returns nil, failing the test with f's last
-// error after total.
-func checkFor(t *testing.T, total, poll time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(poll)
-	}
 }
 
 // finished returns the job's runs that have a result.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestStaleMasterCannotPublish: once another master has bumped the
@@ -87,7 +89,7 @@ func TestHistoryLimit(t *testing.T) {
 		job := appendJob("h", "* * * * * *", out, "")
 		job.HistoryLimit = 2
 		_, stop := startScheduler(t, connect, Options{Jobs: []Job{job}, Host: "a", LogDir: logDir}, nil)
-		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 			if n := len(lines(t, out)); n < 5 {
 				return fmt.Errorf("%d runs, want 5", n)
 			}
@@ -118,7 +120,7 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 		if err := StoreJob(ctx, s, job); err != nil {
 			t.Fatal(err)
 		}
-		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 			if n := len(finished(t, s, "stored")); n < 2 {
 				return fmt.Errorf("%d runs of the stored job, want 2", n)
 			}
@@ -129,7 +131,7 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 		}
 		pausedAt := time.Now()
 		key := trigger(t, s, "stored")
-		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 			if _, ok, err := ReadResult(ctx, s, "stored", key); !ok {
 				return fmt.Errorf("manual run of a paused job has no result (%v)", err)
 			}
@@ -144,7 +146,7 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 			t.Fatal(err)
 		}
 		resumedAt := time.Now()
-		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 			for _, r := range finished(t, s, "stored") {
 				if r.Result.Status == Succeeded && r.Scheduled.After(resumedAt) {
 					return nil
