@@ -15,6 +15,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/sessiontest"
 )
 
 // workload appends numbered lines to n source files in the background.
@@ -224,14 +225,7 @@ func dial(t *testing.T, connect string) *recipe.Session {
 // when the test ends.
 func dialAuth(t *testing.T, connect, auth string) *recipe.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 4 * time.Second, Auth: auth, Logger: testLogger()})
-	if err != nil {
-		t.Fatalf("dial %s: %v", connect, err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return sessiontest.Dial(t, connect, recipe.Options{SessionTimeout: 4 * time.Second, Auth: auth, Logger: testLogger()})
 }
 
 // assignments reads every collector's assigned sources.

@@ -1,13 +1,13 @@
 package core
 
 import (
-	"context"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/sessiontest"
 )
 
 // Every coordination test runs against both servers: shepherd coord (in
@@ -57,14 +57,7 @@ func dial(t testing.TB, connect string, timeout time.Duration) *recipe.Session {
 // credential (an attacker's), or with InsecureOpenACL.
 func dialWith(t testing.TB, connect string, opts recipe.Options) *recipe.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	opts.Logger = coordtest.Logger(t)
 	opts.Retry = recipe.RetryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: 300 * time.Millisecond, MaxElapsed: 20 * time.Second}
-	s, err := recipe.Dial(ctx, connect, opts)
-	if err != nil {
-		t.Fatalf("dial %s: %v", connect, err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return sessiontest.Dial(t, connect, opts)
 }

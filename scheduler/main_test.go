@@ -17,6 +17,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/sessiontest"
 )
 
 // Every integration test runs against both servers: shepherd coord in
@@ -121,15 +122,7 @@ func dialTimeout(t *testing.T, connect string, sessionTimeout time.Duration) *re
 // the test ends.
 func dialWith(t *testing.T, connect string, opts recipe.Options) *recipe.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	opts.Logger = coordtest.Logger(t)
-	s, err := recipe.Dial(ctx, connect, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return sessiontest.Dial(t, connect, opts)
 }
 
 // startScheduler runs a scheduler on its own session until the test ends
