@@ -67,9 +67,6 @@ func roleCommand(r role) *cli.Command {
 			defer stop()
 			s, err := proc.Dial(ctx, c, r.name, log)
 			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
 				return err
 			}
 			defer s.Close()

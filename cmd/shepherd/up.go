@@ -249,9 +249,6 @@ func runUp(c *cli.Context, sections map[string]any) error {
 	}
 	s, err := proc.DialOptions(ctx, srv.Addr(), "up", opts)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		return err
 	}
 	defer s.Close()

@@ -51,13 +51,14 @@ func Dial(ctx context.Context, c *cli.Context, process string, log *slog.Logger)
 	return DialOptions(ctx, c.String(FlagZK), process, opts)
 }
 
-// DialOptions dials connect with opts, waiting at most DialTimeout.
+// DialOptions dials connect with opts, waiting at most DialTimeout. A
+// signal (the end of ctx, SignalContext) during the wait is a Stopped.
 func DialOptions(ctx context.Context, connect, process string, opts recipe.Options) (*recipe.Session, error) {
 	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
 	s, err := recipe.Dial(dctx, connect, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%s: connect to %s: %w", process, connect, err)
+		return nil, asStop(ctx, fmt.Errorf("%s: connect to %s: %w", process, connect, err))
 	}
 	return s, nil
 }
