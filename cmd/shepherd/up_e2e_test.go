@@ -20,8 +20,8 @@ import (
 // working installation: a cold-standby task of the example's group
 // replicates one private MariaDB server to another until their checksums
 // match, a job stored with ctl runs on its schedule, and both are done
-// with the admin credential the server wrote at its first start. SIGTERM
-// stops it cleanly.
+// with the admin credential the server wrote at its first start, while a
+// client without it can store no job. SIGTERM stops it cleanly.
 func TestUpRunsReplicationAndJob(t *testing.T) {
 	source := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
 	target := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
@@ -78,6 +78,15 @@ start: current
 
 	ranFile := filepath.Join(dir, "ran")
 	ctl("job", "add", "--schedule", "@every 1s", "tick", "--", "sh", "-c", "echo ran >> "+ranFile)
+	// The attacker: a client of up's server without the credential stores
+	// a job. The write is refused (the scheduler's nodes are the
+	// credential's), and were it not, the scheduler would refuse the job.
+	pwned := filepath.Join(dir, "pwned")
+	anon := exec.Command(bin, "ctl", "job", "add", "--schedule", "@every 1s", "pwn", "--", "sh", "-c", "echo pwned > "+pwned)
+	anon.Env = append(os.Environ(), "SHEPHERD_ZK="+zk, "SHEPHERD_AUTH_FILE=", "SHEPHERD_AUTH=")
+	if out, err := anon.CombinedOutput(); err == nil || !strings.Contains(string(out), "not authenticated") {
+		t.Errorf("an anonymous ctl job add on up's server: %v, want a refusal (not authenticated):\n%s", err, out)
+	}
 
 	const rows = 500
 	for i := 0; i < rows; i += 100 {
@@ -102,6 +111,9 @@ start: current
 		return nil
 	})
 
+	if _, err := os.Stat(pwned); !os.IsNotExist(err) {
+		t.Errorf("the anonymous client's job ran (%s: %v)", pwned, err)
+	}
 	if err := up.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
