@@ -3,7 +3,10 @@
 // Apache ZooKeeper 3.8 as a child JVM (internal/testpeer). Packages built
 // on the coordination layer (ctl, scheduler, core, …) start both once in
 // TestMain and run every scenario on each, so nothing comes to depend on a
-// feature only the bundled server has.
+// feature only the bundled server has. coord/recipe's own tests use it
+// too, so it must never import coord/recipe (internal/sessiontest dials
+// sessions). It also holds the helpers every test package shares: the
+// tests' credential (Auth, AuthFile), WaitFor, Context and Logger.
 package coordtest
 
 import (
