@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -40,6 +41,12 @@ flag names; flags given on the command line win. See docs/collector.md.`,
 			}
 		},
 		setup: setupCollector,
+		upDefaults: func(dataDir string) map[string]string {
+			return map[string]string{"out": filepath.Join(dataDir, "collector"), "assign": "true"}
+		},
+		describe: func(c *cli.Context) string {
+			return "collector " + c.String("name") + ", output in " + c.String("out")
+		},
 	}
 }
 

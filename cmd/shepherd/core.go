@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -42,7 +43,18 @@ See docs/replication.md.`,
 				&cli.DurationFlag{Name: "retry-max", Value: core.DefaultRetryMax, Usage: "longest backoff after retryable failures"},
 			}
 		},
-		setup: setupCore,
+		setup:      setupCore,
+		upDefaults: func(string) map[string]string { return map[string]string{"group": "default"} },
+		describe: func(c *cli.Context) string {
+			var what []string
+			if g := c.String("group"); g != "" {
+				what = append(what, "cold-standby group "+g)
+			}
+			if t := c.StringSlice("task"); len(t) > 0 {
+				what = append(what, "tasks "+strings.Join(t, ","))
+			}
+			return strings.Join(what, "; ")
+		},
 	}
 }
 

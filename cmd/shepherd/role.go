@@ -25,6 +25,13 @@ type role struct {
 	// setup reads and checks the role's flags and the files they name,
 	// before anything connects, and returns how to start the role.
 	setup func(c *cli.Context, log *slog.Logger) (starter, error)
+	// describe says, in one line for `shepherd up`'s banner, what the
+	// role configured by c does and where.
+	describe func(c *cli.Context) string
+	// upDefaults are the flags `shepherd up` sets, below its data
+	// directory, when the role's section leaves them out, so that
+	// `shepherd up` alone is a working installation.
+	upDefaults func(dataDir string) map[string]string
 }
 
 // starter builds the role on a process's session and HTTP mux and
@@ -39,6 +46,8 @@ type env struct {
 }
 
 // roles are the session roles, in the order `shepherd up` starts them.
+// A new role (the console, the monitor) is a role value and its entry
+// here: its own command and its section of `shepherd up` follow.
 func roles() []role { return []role{coreRole(), schedulerRole(), collectorRole()} }
 
 // roleFlags are every flag of r's own command.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -31,6 +32,10 @@ flags win over it. See docs/scheduler.md.`,
 			}
 		},
 		setup: setupScheduler,
+		upDefaults: func(dataDir string) map[string]string {
+			return map[string]string{"log-dir": filepath.Join(dataDir, "scheduler")}
+		},
+		describe: func(c *cli.Context) string { return "run logs in " + c.String("log-dir") },
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/urfave/cli/v2"
@@ -26,21 +25,9 @@ import (
 // the console, when it runs) unless told otherwise: loopback only.
 const upDefaultHTTP = "127.0.0.1:9180"
 
-// upDefaults are the settings `shepherd up` gives a role whose section
-// leaves them out, below the data directory, so that `shepherd up` alone
-// is a working installation. Each is a flag of the role's own command.
-func upDefaults(role, dataDir string) map[string]string {
-	switch role {
-	case "coord":
-		return map[string]string{"data-dir": filepath.Join(dataDir, "coord")}
-	case "core":
-		return map[string]string{"group": "default"}
-	case "scheduler":
-		return map[string]string{"log-dir": filepath.Join(dataDir, "scheduler")}
-	case "collector":
-		return map[string]string{"out": filepath.Join(dataDir, "collector"), "assign": "true"}
-	}
-	return nil
+// coordUpDefaults are the coord section's defaults (role.upDefaults).
+func coordUpDefaults(dataDir string) map[string]string {
+	return map[string]string{"data-dir": filepath.Join(dataDir, "coord")}
 }
 
 // upShared are the keys a role's section may not have in `shepherd up`:
@@ -142,10 +129,9 @@ func defaultUpDataDir() string {
 	return "shepherd-data"
 }
 
-// section builds role's context from its section kv (nil: defaults),
-// read from source: the flags of cmd, set from kv and then from up's
-// defaults under dataDir.
-func section(parent *cli.Context, cmd *cli.Command, source string, kv any, dataDir string) (upSection, error) {
+// section builds a role's context from its section kv (nil: defaults),
+// read from source: the flags of cmd, set from kv and then from defaults.
+func section(parent *cli.Context, cmd *cli.Command, source string, kv any, defaults map[string]string) (upSection, error) {
 	source = fmt.Sprintf("%s: section %s", source, cmd.Name)
 	var m map[string]any
 	switch v := kv.(type) {
@@ -176,7 +162,7 @@ func section(parent *cli.Context, cmd *cli.Command, source string, kv any, dataD
 	if err := proc.ApplyConfig(c, source, m); err != nil {
 		return upSection{}, err
 	}
-	for k, v := range upDefaults(cmd.Name, dataDir) {
+	for k, v := range defaults {
 		if !c.IsSet(k) {
 			if err := c.Set(k, v); err != nil {
 				return upSection{}, fmt.Errorf("%s: default %s: %w", source, k, err)
@@ -188,7 +174,7 @@ func section(parent *cli.Context, cmd *cli.Command, source string, kv any, dataD
 
 // upRole is a role `shepherd up` runs, set up from its section.
 type upRole struct {
-	name  string
+	role
 	c     *cli.Context
 	start starter
 	run   func(context.Context) error
@@ -205,7 +191,7 @@ func runUp(c *cli.Context, sections map[string]any) error {
 		return fmt.Errorf("up: --data-dir: %w", err)
 	}
 	// Every section is read and checked before anything starts.
-	cs, err := section(c, coordCommand(), source, sections["coord"], dataDir)
+	cs, err := section(c, coordCommand(), source, sections["coord"], coordUpDefaults(dataDir))
 	if err != nil {
 		return err
 	}
@@ -219,7 +205,11 @@ func runUp(c *cli.Context, sections map[string]any) error {
 		if sections != nil && !on {
 			continue
 		}
-		sec, err := section(c, roleCommand(r), source, kv, dataDir)
+		var defaults map[string]string
+		if r.upDefaults != nil {
+			defaults = r.upDefaults(dataDir)
+		}
+		sec, err := section(c, roleCommand(r), source, kv, defaults)
 		if err != nil {
 			return err
 		}
@@ -227,7 +217,7 @@ func runUp(c *cli.Context, sections map[string]any) error {
 		if err != nil {
 			return fmt.Errorf("up: %s: %w", r.name, err)
 		}
-		rs = append(rs, &upRole{name: r.name, c: sec.c, start: start})
+		rs = append(rs, &upRole{role: r, c: sec.c, start: start})
 	}
 
 	srv, err := coord.NewServer(ccfg)
@@ -313,21 +303,7 @@ func printUp(w io.Writer, srv *coord.Server, dataDir, httpAddr string, rs []*upR
 	fmt.Fprintf(w, "shepherd up: data in %s\n", dataDir)
 	fmt.Fprintf(w, "  coord       %s (ZooKeeper protocol)\n", srv.Addr())
 	for _, r := range rs {
-		var what []string
-		switch r.name {
-		case "core":
-			if g := r.c.String("group"); g != "" {
-				what = append(what, "cold-standby group "+g)
-			}
-			if t := r.c.StringSlice("task"); len(t) > 0 {
-				what = append(what, "tasks "+strings.Join(t, ","))
-			}
-		case "scheduler":
-			what = append(what, "run logs in "+r.c.String("log-dir"))
-		case "collector":
-			what = append(what, "collector "+r.c.String("name")+", output in "+r.c.String("out"))
-		}
-		fmt.Fprintf(w, "  %-11s %s\n", r.name, strings.Join(what, "; "))
+		fmt.Fprintf(w, "  %-11s %s\n", r.name, r.describe(r.c))
 	}
 	if httpAddr != "" {
 		fmt.Fprintf(w, "  http        http://%s/metrics  http://%s/health\n", httpAddr, httpAddr)
