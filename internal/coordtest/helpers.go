@@ -9,12 +9,15 @@ import (
 	"time"
 )
 
-// WaitFor polls cond every 10ms until it returns nil, failing the test
-// with what and cond's last error if d passes first (NATS's checkFor). d
-// is a liveness bound, never a timing assertion.
+// WaitFor polls cond until it returns nil, failing the test with what and
+// cond's last error if d passes first (NATS's checkFor). d is a liveness
+// bound, never a timing assertion. The first polls are 10ms apart, then
+// the gap doubles up to 200ms, so that a long wait on a costly condition
+// (reading every output file) does not starve the processes under test.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(d)
+	gap := 10 * time.Millisecond
 	for {
 		err := cond()
 		if err == nil {
@@ -23,7 +26,8 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() error) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not true after %v: %v", what, d, err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(gap)
+		gap = min(2*gap, 200*time.Millisecond)
 	}
 }
 
