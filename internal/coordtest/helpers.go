@@ -12,7 +12,7 @@ import (
 // WaitFor polls cond until it returns nil, failing the test with what and
 // cond's last error if d passes first (NATS's checkFor). d is a liveness
 // bound, never a timing assertion. The first polls are 10ms apart, then
-// the gap doubles up to 200ms, so that a long wait on a costly condition
+// the gap doubles up to 50ms, so that a long wait on a costly condition
 // (reading every output file) does not starve the processes under test.
 func WaitFor(t testing.TB, d time.Duration, what string, cond func() error) {
 	t.Helper()
@@ -27,7 +27,7 @@ func WaitFor(t testing.TB, d time.Duration, what string, cond func() error) {
 			t.Fatalf("%s: not true after %v: %v", what, d, err)
 		}
 		time.Sleep(gap)
-		gap = min(2*gap, 200*time.Millisecond)
+		gap = min(2*gap, 50*time.Millisecond)
 	}
 }
 
