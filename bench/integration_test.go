@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // The integration tests share one Apache ZooKeeper, started on first use
@@ -97,7 +99,7 @@ func TestWorkloadsAgainstZooKeeper(t *testing.T) {
 		})
 	}
 	t.Run("cleaned up", func(t *testing.T) {
-		conn, err := connect(context.Background(), zk.Addr(), testLogger(t))
+		conn, err := connect(context.Background(), zk.Addr(), coordtest.Logger(t))
 		if err != nil {
 			t.Fatal(err)
 		}

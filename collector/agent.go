@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
@@ -12,32 +11,16 @@ import (
 // AgentConfig is one `shepherd collector` process: a collector and,
 // with Assign, a candidate assigner, over one session.
 type AgentConfig struct {
-	Connect string // host:port[,host:port…][/chroot]
-	// Session configures the session: timeout, credential and ACL
-	// policy. A nil Logger means Collector.Logger.
-	Session   recipe.Options
 	Collector Config
 	Assign    bool
 	Assigner  AssignerConfig
 }
 
-// RunAgent connects and runs the collector (and the assigner candidate)
-// until ctx ends, then returns nil; or returns the first error that
-// stops one of them.
-func RunAgent(ctx context.Context, cfg AgentConfig) error {
+// RunAgent runs the collector (and the assigner candidate) on s until
+// ctx ends, then returns nil; or returns the first error that stops one
+// of them. The caller owns s, which other parts of its process may share.
+func RunAgent(ctx context.Context, s *recipe.Session, cfg AgentConfig) error {
 	log := cfg.Collector.Logger
-	opts := cfg.Session
-	if opts.Logger == nil {
-		opts.Logger = log
-	}
-	s, err := recipe.Dial(ctx, cfg.Connect, opts)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("collector: %w", err)
-	}
-	defer s.Close()
 	c, err := New(s, cfg.Collector)
 	if err != nil {
 		return err

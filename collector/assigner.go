@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/ctxsleep"
 )
 
 // AssignerConfig configures an Assigner.
@@ -82,7 +83,7 @@ func (a *Assigner) Run(ctx context.Context) error {
 				return nil
 			}
 			a.log.Warn("campaign failed", "err", err)
-			if err := sleep(ctx, a.cfg.PollInterval); err != nil {
+			if err := ctxsleep.Sleep(ctx, a.cfg.PollInterval); err != nil {
 				return nil
 			}
 			continue
@@ -327,15 +328,4 @@ func validSources(uris []string, log *slog.Logger) []string {
 		out = append(out, u)
 	}
 	return out
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-	}
-	return nil
 }

@@ -67,13 +67,13 @@ func BenchmarkCollectThroughput(b *testing.B) {
 				b.Fatal(err)
 			}
 			out := b.TempDir()
-			cfg := testAgentConfig(tg.addr+root, "b1", out, Local, discard())
+			cfg := testAgentConfig("b1", out, Local, discard())
 			cfg.Assign = true
 			cfg.Collector.MaxRead = 4 << 20
 			cfg.Collector.RotateSize = DefaultRotateSize
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- RunAgent(ctx, cfg) }()
+			go func() { done <- runAgent(ctx, tg.addr+root, cfg) }()
 			waitSize(b, filepath.Join(out, SourceKey("file://"+src)), size, 5*time.Minute)
 			cancel()
 			<-done
@@ -103,17 +103,17 @@ func BenchmarkFailover(b *testing.B) {
 			b.Fatal(err)
 		}
 		actx, acancel := context.WithCancel(context.Background())
-		as, err := NewAssigner(s, testAgentConfig("", "assigner", "", Local, discard()).Assigner)
+		as, err := NewAssigner(s, testAgentConfig("assigner", "", Local, discard()).Assigner)
 		if err != nil {
 			b.Fatal(err)
 		}
 		adone := make(chan error, 1)
 		go func() { adone <- as.Run(actx) }()
 		start := func(name string) (stop func(), out string) {
-			cfg := testAgentConfig(tg.addr+root, name, filepath.Join(dir, name), Local, discard())
+			cfg := testAgentConfig(name, filepath.Join(dir, name), Local, discard())
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- RunAgent(ctx, cfg) }()
+			go func() { done <- runAgent(ctx, tg.addr+root, cfg) }()
 			return func() { cancel(); <-done }, filepath.Join(dir, name, SourceKey("file://"+src))
 		}
 		stopA, outA := start("a")

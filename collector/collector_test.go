@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the collector and the test.
@@ -61,13 +63,13 @@ func TestCollectorFollowsItsNode(t *testing.T) {
 		}()
 		assign := func(a Assignment) {
 			t.Helper()
-			checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+			coordtest.WaitFor(t, 10*time.Second, "condition", func() error {
 				_, err := s.Set(context.Background(), CollectorPath("solo"), encode(a), -1)
 				return err
 			})
 		}
 		assign(Assignment{Version: 1, Sources: []Lease{{URI: uri, ID: "manual-1"}}})
-		checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 10*time.Second, "condition", func() error {
 			st := c.Stats()
 			if !slices.Equal(st.Sources, []string{uri}) || st.Lines != 3 || stdout.String() != "one\ntwo\nthree\n" {
 				return fmt.Errorf("stats %+v, stdout %q: want the source and its 3 lines", st, stdout.String())
@@ -75,7 +77,7 @@ func TestCollectorFollowsItsNode(t *testing.T) {
 			return nil
 		})
 		assign(Assignment{Version: 1})
-		checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 10*time.Second, "condition", func() error {
 			if st := c.Stats(); len(st.Sources) != 0 {
 				return fmt.Errorf("still collecting %v after the source was taken away", st.Sources)
 			}
@@ -130,18 +132,18 @@ func TestSlowSourceDoesNotStall(t *testing.T) {
 		}
 	}()
 	a := Assignment{Version: 1, Sources: []Lease{{URI: srv.URL + "/hang.log", ID: "1"}, {URI: "file://" + src, ID: "2"}}}
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	coordtest.WaitFor(t, 10*time.Second, "condition", func() error {
 		_, err := s.Set(context.Background(), CollectorPath("slow"), encode(a), -1)
 		return err
 	})
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	coordtest.WaitFor(t, 10*time.Second, "condition", func() error {
 		if st := c.Stats(); st.Lines != 3 {
 			return fmt.Errorf("%d lines committed, want the file's 3 despite the hanging source", st.Lines)
 		}
 		return nil
 	})
 	before := c.Stats().Commits
-	checkFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+	coordtest.WaitFor(t, 10*time.Second, "condition", func() error {
 		if n := c.Stats().Commits; n < before+3 {
 			return fmt.Errorf("%d heartbeats since, want 3", n-before)
 		}

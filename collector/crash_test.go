@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestRestartCutsUncommittedOutput leaves on disk what a collector killed
@@ -34,7 +36,7 @@ func TestRestartCutsUncommittedOutput(t *testing.T) {
 		addSources(t, s, w.uris)
 		ag := newAgents(t, tg.addr, Local)
 		ag.start("c1", true)
-		checkFor(t, 30*time.Second, 20*time.Millisecond, func() error { return w.verify(ag.dirs()) })
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error { return w.verify(ag.dirs()) })
 		ag.stop("c1")
 
 		dir := filepath.Join(ag.dir("c1"), SourceKey(w.uris[0]))
@@ -59,7 +61,7 @@ func TestRestartCutsUncommittedOutput(t *testing.T) {
 
 		appendN(10, 15)
 		ag.start("c1", true)
-		checkFor(t, 30*time.Second, 20*time.Millisecond, func() error { return w.verify(ag.dirs()) })
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error { return w.verify(ag.dirs()) })
 		if _, err := os.Stat(later); !os.IsNotExist(err) {
 			t.Fatalf("uncommitted later segment %s survived the restart: %v", later, err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/sessiontest"
 )
 
 // workload appends numbered lines to n source files in the background.
@@ -174,7 +175,7 @@ func (a *agents) dirs() []string {
 // start runs agent name (a collector, and with assign a candidate
 // assigner) until stop(name).
 func (a *agents) start(name string, assign bool) {
-	cfg := testAgentConfig(a.connect, name, a.dir(name), a.strat, testLogger().With("agent", name))
+	cfg := testAgentConfig(name, a.dir(name), a.strat, testLogger().With("agent", name))
 	cfg.Assign = assign
 	if a.deadAfter > 0 {
 		cfg.Assigner.DeadAfter = a.deadAfter
@@ -183,7 +184,7 @@ func (a *agents) start(name string, assign bool) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := RunAgent(ctx, cfg); err != nil {
+		if err := runAgent(ctx, a.connect, cfg); err != nil {
 			a.t.Errorf("agent %s: %v", name, err)
 		}
 	}()
@@ -224,14 +225,7 @@ func dial(t *testing.T, connect string) *recipe.Session {
 // when the test ends.
 func dialAuth(t *testing.T, connect, auth string) *recipe.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 4 * time.Second, Auth: auth, Logger: testLogger()})
-	if err != nil {
-		t.Fatalf("dial %s: %v", connect, err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return sessiontest.Dial(t, connect, recipe.Options{SessionTimeout: 4 * time.Second, Auth: auth, Logger: testLogger()})
 }
 
 // assignments reads every collector's assigned sources.
@@ -255,7 +249,7 @@ func assignments(s *recipe.Session) (map[string][]string, error) {
 func waitAssigned(t *testing.T, s *recipe.Session, n int, what string, cond func(map[string][]string) error) map[string][]string {
 	t.Helper()
 	var got map[string][]string
-	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+	coordtest.WaitFor(t, 30*time.Second, "condition", func() error {
 		a, err := assignments(s)
 		if err != nil {
 			return err
@@ -287,7 +281,7 @@ func waitAssigned(t *testing.T, s *recipe.Session, n int, what string, cond func
 func leader(t *testing.T, s *recipe.Session) string {
 	t.Helper()
 	var id string
-	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+	coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		l, err := recipe.NewElection(s, AssignerPath, "").Leader(ctx)
@@ -326,7 +320,7 @@ func sortedList(m map[string][]string) string {
 func startAssigner(t *testing.T, connect string) {
 	t.Helper()
 	s := dial(t, connect)
-	a, err := NewAssigner(s, testAgentConfig("", "assigner", "", Local, testLogger()).Assigner)
+	a, err := NewAssigner(s, testAgentConfig("assigner", "", Local, testLogger()).Assigner)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestHTTPSourceMoves collects a growing HTTP resource, stops the
@@ -79,7 +81,7 @@ func TestHTTPSourceMoves(t *testing.T) {
 			}
 			return nil
 		}
-		checkFor(t, 30*time.Second, 20*time.Millisecond, exactly)
+		coordtest.WaitFor(t, 30*time.Second, "condition", exactly)
 		ag.stop(owner)
 		other := map[string]string{"h1": "h2", "h2": "h1"}[owner]
 		waitAssigned(t, s, 1, owner+" stopped", func(a map[string][]string) error {
@@ -89,7 +91,7 @@ func TestHTTPSourceMoves(t *testing.T) {
 			return nil
 		})
 		grow(50, 80)
-		checkFor(t, 30*time.Second, 20*time.Millisecond, exactly)
+		coordtest.WaitFor(t, 30*time.Second, "condition", exactly)
 		segs, _ := filepath.Glob(filepath.Join(ag.dir(other), SourceKey(uri), "*.log"))
 		if len(segs) == 0 {
 			t.Fatalf("%s wrote nothing after taking the source over", other)

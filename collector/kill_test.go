@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // procs runs collector agents as processes of this test binary (see
@@ -167,7 +169,7 @@ func TestKillNine(t *testing.T) {
 		waitAssigned(t, s, n, "returned", holds("k3", "k4", lead))
 
 		w.finish()
-		checkFor(t, 60*time.Second, 200*time.Millisecond, func() error { return w.verify(ps.dirs()) })
+		coordtest.WaitFor(t, 60*time.Second, "condition", func() error { return w.verify(ps.dirs()) })
 		for _, nm := range append(names, "k6") {
 			ps.stop(nm)
 		}
@@ -182,7 +184,7 @@ func TestKillNine(t *testing.T) {
 // waitLines waits until the outputs hold at least min lines of source 0.
 func waitLines(t *testing.T, ps *procs, w *workload, min int) {
 	t.Helper()
-	checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+	coordtest.WaitFor(t, 30*time.Second, "condition", func() error {
 		got := 0
 		for _, d := range ps.dirs() {
 			files, _ := filepath.Glob(filepath.Join(d, SourceKey(w.uris[0]), "*.log"))

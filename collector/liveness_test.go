@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestAssignerAndListJudgeAlike feeds the same collectors to the
@@ -93,6 +95,6 @@ func TestGracefulStopHandsSourcesBack(t *testing.T) {
 			return nil
 		})
 		w.finish()
-		checkFor(t, 30*time.Second, 100*time.Millisecond, func() error { return w.verify(ag.dirs()) })
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error { return w.verify(ag.dirs()) })
 	})
 }

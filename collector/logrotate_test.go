@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -204,7 +205,7 @@ func TestLogrotateExactlyOnce(t *testing.T) {
 			for i, l := range logs {
 				base[i] = l.count()
 			}
-			checkFor(t, 60*time.Second, 5*time.Millisecond, func() error {
+			coordtest.WaitFor(t, 60*time.Second, "condition", func() error {
 				for i, l := range logs {
 					if c := l.count(); c < base[i]+n && c < writers*perWriter {
 						return fmt.Errorf("%s: %d lines written, waiting for %d", l.mode.name, c, base[i]+n)
@@ -237,7 +238,7 @@ func TestLogrotateExactlyOnce(t *testing.T) {
 		for _, l := range logs {
 			l.rotate(t, dir) // the last lines too go through a rotation
 		}
-		checkFor(t, 60*time.Second, 200*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 60*time.Second, "condition", func() error {
 			var errs []string
 			for _, l := range logs {
 				if err := l.verify(ps.dirs()); err != nil {

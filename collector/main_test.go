@@ -36,11 +36,11 @@ func childMain(args []string) int {
 		kv[k] = v
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cfg := testAgentConfig(kv["zk"], kv["name"], kv["out"], Strategy(kv["strategy"]), log)
+	cfg := testAgentConfig(kv["name"], kv["out"], Strategy(kv["strategy"]), log)
 	cfg.Assign = kv["assign"] == "1"
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := RunAgent(ctx, cfg); err != nil {
+	if err := runAgent(ctx, kv["zk"], cfg); err != nil {
 		log.Error("agent failed", "err", err)
 		return 1
 	}
@@ -54,19 +54,31 @@ const (
 	testDeadAfter = time.Second
 )
 
-func testAgentConfig(connect, name, out string, strategy Strategy, log *slog.Logger) AgentConfig {
+func testAgentConfig(name, out string, strategy Strategy, log *slog.Logger) AgentConfig {
 	if strategy == "" {
 		strategy = Local
 	}
 	return AgentConfig{
-		Connect: connect,
-		Session: recipe.Options{SessionTimeout: 4 * time.Second, Auth: coordtest.Auth},
 		Collector: Config{
 			Name: name, OutDir: out, PollInterval: testPoll, StatusInterval: testStatus,
 			RotateSize: 4 << 10, MaxRead: 16 << 10, Logger: log,
 		},
 		Assigner: AssignerConfig{Name: name, Strategy: strategy, PollInterval: testPoll, DeadAfter: testDeadAfter, Logger: log},
 	}
+}
+
+// runAgent dials connect as `shepherd collector` does, with the tests'
+// credential, and runs cfg on that session until ctx ends.
+func runAgent(ctx context.Context, connect string, cfg AgentConfig) error {
+	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 4 * time.Second, Auth: coordtest.Auth, Logger: cfg.Collector.Logger})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer s.Close()
+	return RunAgent(ctx, s, cfg)
 }
 
 // target is a coordination server the tests run against.
@@ -90,23 +102,6 @@ func startTarget(t testing.TB, name string) *target {
 	t.Helper()
 	r := coordtest.StartRestartable(t, name, 500*time.Millisecond)
 	return &target{name: name, addr: r.Addr, restart: r.Restart}
-}
-
-// checkFor calls fn every poll until it returns nil, failing the test
-// with fn's last error after total.
-func checkFor(t *testing.T, total, poll time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(poll)
-	}
 }
 
 // testLogger logs to the test when -v and COLLECTOR_TEST_LOG are set.

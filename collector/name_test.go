@@ -19,9 +19,9 @@ func TestDuplicateNameDetected(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		for i := 0; i < 2; i++ {
-			cfg := testAgentConfig(tg.addr, "twin", t.TempDir(), Local, testLogger())
+			cfg := testAgentConfig("twin", t.TempDir(), Local, testLogger())
 			cfg.Assign = i == 0
-			go func() { errs <- RunAgent(ctx, cfg) }()
+			go func() { errs <- runAgent(ctx, tg.addr, cfg) }()
 		}
 		select {
 		case err := <-errs:

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestLocalScenario runs collectors in-process through a death, a server
@@ -58,7 +60,7 @@ func TestLocalScenario(t *testing.T) {
 		lead := leader(t, s)
 		other := map[string]string{"c1": "c2", "c2": "c1"}[lead]
 		ag.stop(lead)
-		checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 			if l := leader(t, s); l != other {
 				return fmt.Errorf("assigner leader is %s, want %s", l, other)
 			}
@@ -75,7 +77,7 @@ func TestLocalScenario(t *testing.T) {
 		})
 
 		w.finish()
-		checkFor(t, 30*time.Second, 100*time.Millisecond, func() error { return w.verify(ag.dirs()) })
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error { return w.verify(ag.dirs()) })
 		ag.stopAll()
 		if err := w.verify(ag.dirs()); err != nil {
 			t.Fatalf("after stopping every collector: %v", err)

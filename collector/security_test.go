@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // dialAnon opens a session without a credential: the attacker's.
@@ -73,7 +74,7 @@ func TestAttackSources(t *testing.T) {
 			return st, stat.Version, decode("status", data, &st)
 		}
 		var refusedAt int32
-		checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error {
 			st, v, err := status()
 			if err != nil {
 				return err
@@ -89,7 +90,7 @@ func TestAttackSources(t *testing.T) {
 			t.Errorf("Overview = %+v, %v; want c1 with its refusal", infos, err)
 		}
 		// Rounds go on (heartbeats) and read nothing.
-		checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error {
 			if _, v, err := status(); err != nil || v < refusedAt+5 {
 				return fmt.Errorf("status version %d (%v), want 5 more heartbeats after %d", v, err, refusedAt)
 			}
@@ -117,7 +118,7 @@ func TestAttackSources(t *testing.T) {
 		ag2 := newAgents(t, secured, Local)
 		ag2.start("c2", true)
 		s2 := dial(t, secured)
-		checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error {
 			_, _, err := s2.Get(ctx, StatusPath("c2"))
 			return err
 		})

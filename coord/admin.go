@@ -8,16 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// startAdmin serves the admin HTTP endpoints:
-//
-//	/metrics            Prometheus metrics
-//	/health             200 "ok" while the server accepts requests
-//	/commands/<word>    a four-letter word's answer (whitelist applies)
-//	/debug/pprof/       Go profiles, only with AdminPprof: they expose memory
-//	                    contents and stacks, and the endpoint has no login
+// startAdmin serves HandleAdmin's endpoints on AdminListen, for an
+// embedded server with a listener of its own; `shepherd coord` and
+// `shepherd up` install them into their process's one mux instead.
 func (s *Server) startAdmin() error {
 	ln, err := net.Listen("tcp", s.cfg.AdminListen)
 	if err != nil {
@@ -26,16 +23,45 @@ func (s *Server) startAdmin() error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
-		if s.closing.Load() {
-			http.Error(w, "closing", http.StatusServiceUnavailable)
-			return
-		}
-		if err := s.pipe.query(func() {}); err != nil {
+		if err := s.Healthy(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	s.HandleAdmin(mux, ln.Addr().String())
+	s.adminLn = ln
+	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.run(func() {
+		if err := s.admin.Serve(ln); err != nil && err != http.ErrServerClosed {
+			s.log.Error("admin server stopped", "err", err)
+		}
+	})
+	return nil
+}
+
+// Gatherer is the server's Prometheus registry, for a process that serves
+// /metrics itself.
+func (s *Server) Gatherer() prometheus.Gatherer { return s.metrics.reg }
+
+// Healthy returns nil while the server accepts requests, else why not.
+func (s *Server) Healthy() error {
+	if s.closing.Load() {
+		return ErrClosed
+	}
+	return s.pipe.query(func() {})
+}
+
+// HandleAdmin installs into mux, which the caller owns and serves at
+// addr (only for the log), the server's own admin endpoints:
+//
+//	/commands/<word>    a four-letter word's answer (whitelist applies)
+//	/debug/pprof/       Go profiles, only with AdminPprof: they expose memory
+//	                    contents and stacks, and the endpoint has no login
+//
+// /metrics (Gatherer) and /health (Healthy) are the process's, which may
+// run more than this server.
+func (s *Server) HandleAdmin(mux *http.ServeMux, addr string) {
 	mux.HandleFunc("/commands/", func(w http.ResponseWriter, r *http.Request) {
 		word := strings.TrimPrefix(r.URL.Path, "/commands/")
 		if _, ok := fourLetterWord([4]byte([]byte(word + "    ")[:4])); !ok || len(word) != 4 {
@@ -53,14 +79,6 @@ func (s *Server) startAdmin() error {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		s.log.Warn("serving Go profiles without authentication", "url", "http://"+ln.Addr().String()+"/debug/pprof/")
+		s.log.Warn("serving Go profiles without authentication", "url", "http://"+addr+"/debug/pprof/")
 	}
-	s.adminLn = ln
-	s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	s.run(func() {
-		if err := s.admin.Serve(ln); err != nil && err != http.ErrServerClosed {
-			s.log.Error("admin server stopped", "err", err)
-		}
-	})
-	return nil
 }

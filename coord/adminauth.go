@@ -21,6 +21,11 @@ func (c *Config) adminAuthPath() string {
 	return filepath.Join(c.DataDir, "admin.auth")
 }
 
+// AdminAuthFile is the path of the admin credential the server wrote at
+// its first start (see ensureAdminAuth): the credential every process of
+// `shepherd up` dials with, and the one to give ctl.
+func (s *Server) AdminAuthFile() string { return s.cfg.adminAuthPath() }
+
 // ensureAdminAuth makes sure the admin credential file exists and only its
 // owner can read it. On first start it writes one line,
 // "shepherd:<password>", with 32 random URL-safe base64 characters: a plain

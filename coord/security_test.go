@@ -256,11 +256,7 @@ func TestRequestLimitAboveLogRecordRefused(t *testing.T) {
 	for name, load := range map[string]func(cfg *Config) error{
 		"config": func(cfg *Config) error { cfg.MaxRequestBytes = over; return nil },
 		"zoo.cfg": func(cfg *Config) error {
-			_, err := LoadConfigFile(context.Background(), writeFile(t, "zoo.cfg", fmt.Sprintf("dataDir=%s\njute.maxbuffer=%d\n", dir, over)), cfg)
-			return err
-		},
-		"yaml": func(cfg *Config) error {
-			_, err := LoadConfigFile(context.Background(), writeFile(t, "coord.yaml", fmt.Sprintf("max-request-bytes: %d\n", over)), cfg)
+			_, err := LoadZooCfg(context.Background(), writeFile(t, "zoo.cfg", fmt.Sprintf("dataDir=%s\njute.maxbuffer=%d\n", dir, over)), cfg)
 			return err
 		},
 	} {
@@ -389,7 +385,7 @@ func TestPprofOnlyWithItsFlag(t *testing.T) {
 // not say where its data goes ("dataDir is not set"); so do we.
 func TestZooCfgWithoutDataDirRefused(t *testing.T) {
 	cfg := DefaultConfig()
-	_, err := LoadConfigFile(context.Background(), writeFile(t, "zoo.cfg", "tickTime=2000\nclientPort=2181\n"), &cfg)
+	_, err := LoadZooCfg(context.Background(), writeFile(t, "zoo.cfg", "tickTime=2000\nclientPort=2181\n"), &cfg)
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "dataDir is not set") {
 		t.Fatalf("zoo.cfg without dataDir: %v; want ErrConfig saying dataDir is not set", err)
 	}

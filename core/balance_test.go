@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 func TestFairShares(t *testing.T) {
@@ -171,7 +172,7 @@ func TestMemberTracker(t *testing.T) {
 	}
 }
 
-// balanceGroup is a cold group of memEngine tasks and its cores, with
+// balanceGroup is a cold group of MemEngine tasks and its cores, with
 // the helpers of the balancing tests.
 type balanceGroup struct {
 	t       testing.TB
@@ -191,7 +192,7 @@ func newBalanceGroup(t testing.TB, tg *target, n int, scan time.Duration) *balan
 	for i := range n {
 		name := fmt.Sprintf("t%02d", i)
 		mustAdd(t, g.a, coldSpec(name, "g1"))
-		g.fleet[name] = newMemEngine(200)
+		g.fleet[name] = NewMemEngine(200)
 		g.tasks = append(g.tasks, name)
 	}
 	return g
@@ -222,7 +223,7 @@ func (g *balanceGroup) spread() (map[string]int, error) {
 // waitSpread waits until every task runs and the counts per core are want.
 func (g *balanceGroup) waitSpread(want map[string]int) {
 	g.t.Helper()
-	waitFor(g.t, 60*time.Second, fmt.Sprintf("spread %v", want), func() error {
+	coordtest.WaitFor(g.t, 60*time.Second, fmt.Sprintf("spread %v", want), func() error {
 		got, err := g.spread()
 		if err != nil {
 			return err
@@ -239,7 +240,7 @@ func (g *balanceGroup) waitSpread(want map[string]int) {
 func (g *balanceGroup) waitEven(hosts ...string) map[string]int {
 	g.t.Helper()
 	var got map[string]int
-	waitFor(g.t, 60*time.Second, fmt.Sprintf("an even spread over %v", hosts), func() (err error) {
+	coordtest.WaitFor(g.t, 60*time.Second, fmt.Sprintf("an even spread over %v", hosts), func() (err error) {
 		if got, err = g.spread(); err != nil {
 			return err
 		}
@@ -279,7 +280,7 @@ func (g *balanceGroup) steadyLoad(period time.Duration, n int) (stop func()) {
 				return
 			case <-tick.C:
 				for _, eng := range g.fleet {
-					eng.addEvents(n)
+					eng.AddEvents(n)
 				}
 			}
 		}
@@ -352,7 +353,7 @@ func TestColdBalanceCrash(t *testing.T) {
 		g.cores["h2"].crash()
 		g.waitEven("h1", "h3", "h4")
 		for name, eng := range g.fleet {
-			eng.addEvents(50)
+			eng.AddEvents(50)
 			waitApplied(t, eng, 30*time.Second)
 			if maxRunning, _, _, _ := eng.stats(); maxRunning != 1 {
 				t.Errorf("%s: %d instances applied at once; want 1", name, maxRunning)
@@ -449,7 +450,7 @@ func TestColdBalanceRollingRestart(t *testing.T) {
 		for _, h := range hosts {
 			g.cores[h].stop()
 			others := slices.DeleteFunc(slices.Clone(hosts), func(x string) bool { return x == h })
-			waitFor(t, 60*time.Second, h+"'s tasks to move to "+strings.Join(others, ", "), func() error {
+			coordtest.WaitFor(t, 60*time.Second, h+"'s tasks to move to "+strings.Join(others, ", "), func() error {
 				got, err := g.spread()
 				if err == nil && got[h] > 0 {
 					err = fmt.Errorf("spread %v", got)

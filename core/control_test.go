@@ -7,17 +7,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestStopAndStart: a stopped task's owner pauses (PAUSED, nothing
 // applied, lastCommit written) and resumes where it was when started.
 func TestStopAndStart(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+		ctx := coordtest.Context(t, 30*time.Second)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(1000)
+		eng := NewMemEngine(1000)
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
 		waitOwner(t, a, "t1", "h1", StateRunning, 10*time.Second)
 
@@ -30,7 +32,7 @@ func TestStopAndStart(t *testing.T) {
 		if err != nil || lc.Position() != cp.Position || paused.State.Position != cp.Position {
 			t.Errorf("paused at target %v, lastCommit %+v (%v), instance %v: want all equal", cp.Position, lc, err, paused.State.Position)
 		}
-		eng.addEvents(100)
+		eng.AddEvents(100)
 		time.Sleep(300 * time.Millisecond) // several commit intervals: nothing may be applied
 		if _, _, _, now := eng.stats(); now.Position != cp.Position {
 			t.Fatalf("a PAUSED owner applied: checkpoint %v → %v", cp.Position, now.Position)
@@ -49,11 +51,11 @@ func TestStopAndStart(t *testing.T) {
 // MaxFailures; ctl task start clears it.
 func TestNonRetryableFailure(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 60*time.Second)
+		ctx := coordtest.Context(t, 60*time.Second)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(500)
+		eng := NewMemEngine(500)
 		eng.poison = 200
 		limit := func(c *Config) { c.Tasks, c.MaxFailures = []string{"t1"}, 2 }
 		h1 := startCore(t, connect, "h1", eng, limit)
@@ -62,7 +64,7 @@ func TestNonRetryableFailure(t *testing.T) {
 			t.Errorf("FAILED error %q: want the statement and the server's error", failed.State.Error)
 		}
 		h2 := startCore(t, connect, "h2", eng, limit)
-		waitFor(t, 10*time.Second, "h2 to stand by", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "h2 to stand by", func() error {
 			ts, err := a.Task(ctx, "t1")
 			if err != nil || len(ts.Instances) != 2 || ts.Instances[1].State.State != StateStandby {
 				return fmt.Errorf("instances %v, %v", instanceNames(ts), err)
@@ -83,7 +85,7 @@ func TestNonRetryableFailure(t *testing.T) {
 		checkFailure(2)
 		_, _, opens, _ := eng.stats()
 		startCore(t, connect, "h3", eng, limit)
-		waitFor(t, 10*time.Second, "h3 to stand by", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "h3 to stand by", func() error {
 			ts, err := a.Task(ctx, "t1")
 			if err != nil || len(ts.Instances) != 2 || ts.Instances[1].State.Host != "h3" {
 				return fmt.Errorf("instances %v, %v", instanceNames(ts), err)
@@ -109,7 +111,7 @@ func TestNonRetryableFailure(t *testing.T) {
 		}
 		waitOwner(t, a, "t1", "h3", StateRunning, 10*time.Second)
 		waitApplied(t, eng, 20*time.Second)
-		waitFor(t, 5*time.Second, "the failure to be cleared", func() error {
+		coordtest.WaitFor(t, 5*time.Second, "the failure to be cleared", func() error {
 			lc, _, err := readLastCommit(ctx, a.s, a.layout.LastCommit("t1"))
 			if err != nil || lc.Failure != nil {
 				return fmt.Errorf("lastCommit %+v, %v", lc, err)
@@ -127,10 +129,10 @@ func TestRetryableFailureShowsInState(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(300)
-		eng.setDown(true)
+		eng := NewMemEngine(300)
+		eng.SetDown(true)
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
-		waitFor(t, 10*time.Second, "the error in the state", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "the error in the state", func() error {
 			ts, err := a.Task(context.Background(), "t1")
 			if err != nil {
 				return err
@@ -141,9 +143,9 @@ func TestRetryableFailureShowsInState(t *testing.T) {
 			}
 			return nil
 		})
-		eng.setDown(false)
+		eng.SetDown(false)
 		waitApplied(t, eng, 20*time.Second)
-		waitFor(t, 5*time.Second, "the error to clear", func() error {
+		coordtest.WaitFor(t, 5*time.Second, "the error to clear", func() error {
 			ts, err := a.Task(context.Background(), "t1")
 			if err != nil {
 				return err
@@ -161,10 +163,10 @@ func TestRetryableFailureShowsInState(t *testing.T) {
 // refuses a cold task.
 func TestCoreWithoutSpec(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+		ctx := coordtest.Context(t, 30*time.Second)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
-		eng := newMemEngine(100)
+		eng := NewMemEngine(100)
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
 		in := waitOwner(t, a, "t1", "h1", StateFailed, 10*time.Second)
 		if !strings.Contains(in.State.Error, "shepherd ctl task add") {
@@ -175,7 +177,7 @@ func TestCoreWithoutSpec(t *testing.T) {
 		}
 		cold := coldSpec("t1", "g1")
 		mustAdd(t, a, cold) // over the empty node the core registered
-		waitFor(t, 10*time.Second, "h1 to show as a stray instance", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "h1 to show as a stray instance", func() error {
 			ts, err := a.Task(ctx, "t1")
 			if err != nil {
 				return err

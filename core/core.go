@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/ctxsleep"
 )
 
 // Defaults of Config.
@@ -280,12 +281,7 @@ func (c *Core) backoff(n int) time.Duration {
 
 // pause sleeps the backoff of n failures, or until ctx ends.
 func (c *Core) pause(ctx context.Context, n int) {
-	t := time.NewTimer(c.backoff(n))
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	_ = ctxsleep.Sleep(ctx, c.backoff(n)) // an ended ctx is the caller's to see
 }
 
 // checkTrusted refuses a node of the replication tree that a session

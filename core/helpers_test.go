@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // testSpec is a valid hot-standby spec for task name.
@@ -30,8 +31,8 @@ func coldSpec(name, group string) *Spec {
 	return sp
 }
 
-// memFleet is one memEngine per task, for cores that run several.
-type memFleet map[string]*memEngine
+// memFleet is one MemEngine per task, for cores that run several.
+type memFleet map[string]*MemEngine
 
 func (f memFleet) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replicator, error) {
 	e, ok := f[sp.Name]
@@ -67,7 +68,7 @@ func startCoreOn(t testing.TB, s *recipe.Session, host string, eng Engine, edit 
 		CheckpointInterval: 100 * time.Millisecond,
 		RetryBase:          50 * time.Millisecond,
 		RetryMax:           400 * time.Millisecond,
-		Logger:             testLogger(t).With("core", host),
+		Logger:             coordtest.Logger(t).With("core", host),
 	}
 	if edit != nil {
 		edit(&cfg)
@@ -110,7 +111,7 @@ func (rc *runningCore) crash() {
 func waitOwner(t testing.TB, a *Admin, task, host, state string, d time.Duration) Instance {
 	t.Helper()
 	var in Instance
-	waitFor(t, d, fmt.Sprintf("%s to own %s in state %s", host, task, state), func() error {
+	coordtest.WaitFor(t, d, fmt.Sprintf("%s to own %s in state %s", host, task, state), func() error {
 		ts, err := a.Task(context.Background(), task)
 		if err != nil {
 			return err
@@ -138,10 +139,10 @@ func instanceNames(ts TaskStatus) []string {
 
 // waitApplied waits until the engine has applied every source event,
 // each exactly once.
-func waitApplied(t testing.TB, e *memEngine, d time.Duration) {
+func waitApplied(t testing.TB, e *MemEngine, d time.Duration) {
 	t.Helper()
-	waitFor(t, d, "every event applied once", func() error {
-		_, err := e.check()
+	coordtest.WaitFor(t, d, "every event applied once", func() error {
+		_, err := e.Check()
 		return err
 	})
 }
@@ -152,4 +153,23 @@ func mustAdd(t testing.TB, a *Admin, sp *Spec) {
 	if err := a.AddTask(context.Background(), sp, false); err != nil {
 		t.Fatalf("AddTask %s: %v", sp.Name, err)
 	}
+}
+
+// kill stops the Runs of owners with prefix for good, and waits until
+// none of them applies.
+func (e *MemEngine) kill(t testing.TB, prefix string) {
+	t.Helper()
+	e.mu.Lock()
+	e.dead[prefix] = true
+	e.mu.Unlock()
+	coordtest.WaitFor(t, 5*time.Second, prefix+"* to stop applying", func() error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for owner, n := range e.running {
+			if n > 0 && strings.HasPrefix(owner, prefix) {
+				return fmt.Errorf("%s applies", owner)
+			}
+		}
+		return nil
+	})
 }

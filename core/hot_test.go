@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestHotStandbyHandOver: the first core runs the task, the second stands
@@ -20,7 +22,7 @@ func TestHotStandbyHandOver(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(3000)
+		eng := NewMemEngine(3000)
 		eng.delay = time.Millisecond
 
 		// h1 mirrors lastCommit only when it stops: what h2 resumes from
@@ -32,7 +34,7 @@ func TestHotStandbyHandOver(t *testing.T) {
 		}
 		reg := prometheus.NewRegistry()
 		startCore(t, connect, "h2", eng, func(c *Config) { c.Tasks, c.Registerer = []string{"t1"}, reg })
-		waitFor(t, 10*time.Second, "h2 to stand by", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "h2 to stand by", func() error {
 			ts, err := a.Task(context.Background(), "t1")
 			if err != nil {
 				return err
@@ -42,7 +44,7 @@ func TestHotStandbyHandOver(t *testing.T) {
 			}
 			return nil
 		})
-		waitFor(t, 10*time.Second, "h1 to apply something", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "h1 to apply something", func() error {
 			if _, _, _, cp := eng.stats(); cp.Position.Pos < 300 {
 				return fmt.Errorf("checkpoint %v", cp.Position)
 			}
@@ -54,7 +56,7 @@ func TestHotStandbyHandOver(t *testing.T) {
 		var last Position
 		var froms []ownerPos
 		i := -1
-		waitFor(t, 10*time.Second, "h2's first run", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "h2's first run", func() error {
 			eng.mu.Lock()
 			last, froms = eng.lastBy[owner.Name], slices.Clone(eng.froms)
 			eng.mu.Unlock()
@@ -69,7 +71,7 @@ func TestHotStandbyHandOver(t *testing.T) {
 		if next.State.Epoch <= owner.State.Epoch {
 			t.Errorf("epoch %d after %d: want it to grow with the takeover", next.State.Epoch, owner.State.Epoch)
 		}
-		eng.addEvents(500)
+		eng.AddEvents(500)
 		waitApplied(t, eng, 20*time.Second)
 		if maxRunning, _, _, _ := eng.stats(); maxRunning != 1 {
 			t.Errorf("%d instances applied at once; want 1", maxRunning)
@@ -84,7 +86,7 @@ func TestHotStandbyHandOver(t *testing.T) {
 		if v := metricValue(t, reg, "shepherd_core_rows_applied_total", task); v < 500 {
 			t.Errorf("h2 applied %v rows by its metrics, want at least the 500 added after the takeover", v)
 		}
-		waitFor(t, 5*time.Second, "lastCommit to reach the end", func() error {
+		coordtest.WaitFor(t, 5*time.Second, "lastCommit to reach the end", func() error {
 			lc, _, err := readLastCommit(context.Background(), a.s, a.layout.LastCommit("t1"))
 			if err != nil {
 				return err
@@ -105,7 +107,7 @@ func TestHotStandbyTakeOverAfterCrash(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(4000)
+		eng := NewMemEngine(4000)
 		eng.delay = time.Millisecond
 		first := startCore(t, connect, "h1", eng, func(c *Config) {
 			c.Tasks = []string{"t1"}
@@ -113,7 +115,7 @@ func TestHotStandbyTakeOverAfterCrash(t *testing.T) {
 		})
 		waitOwner(t, a, "t1", "h1", StateRunning, 10*time.Second)
 		startCore(t, connect, "h2", eng, func(c *Config) { c.Tasks = []string{"t1"} })
-		waitFor(t, 10*time.Second, "h1 to apply a fair part", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "h1 to apply a fair part", func() error {
 			if _, _, _, cp := eng.stats(); cp.Position.Pos < 1000 {
 				return fmt.Errorf("checkpoint %v", cp.Position)
 			}
@@ -138,7 +140,7 @@ func TestSuspendedOwnerPausesAndLostOwnerStandsBy(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(100000)
+		eng := NewMemEngine(100000)
 		eng.delay = 5 * time.Millisecond
 		eng.batch = 1
 
@@ -152,7 +154,7 @@ func TestSuspendedOwnerPausesAndLostOwnerStandsBy(t *testing.T) {
 
 		p.Partition()
 		cut := time.Now()
-		waitFor(t, 5*time.Second, "h1 to stop applying", func() error {
+		coordtest.WaitFor(t, 5*time.Second, "h1 to stop applying", func() error {
 			eng.mu.Lock()
 			defer eng.mu.Unlock()
 			if n := eng.running[owner.Name]; n != 0 {
@@ -168,7 +170,7 @@ func TestSuspendedOwnerPausesAndLostOwnerStandsBy(t *testing.T) {
 			t.Errorf("epoch %d after %d", next.State.Epoch, owner.State.Epoch)
 		}
 		p.Heal()
-		waitFor(t, 15*time.Second, "h1 to stand by again", func() error {
+		coordtest.WaitFor(t, 15*time.Second, "h1 to stand by again", func() error {
 			ts, err := a.Task(context.Background(), "t1")
 			if err != nil {
 				return err
@@ -196,7 +198,7 @@ func TestZombieOwnerIsFenced(t *testing.T) {
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(100000)
+		eng := NewMemEngine(100000)
 		eng.delay = 5 * time.Millisecond
 		eng.batch = 1
 		eng.zombie["h1-"] = true
@@ -210,13 +212,13 @@ func TestZombieOwnerIsFenced(t *testing.T) {
 
 		p.Partition()
 		next := waitOwner(t, a, "t1", "h2", StateRunning, 15*time.Second)
-		waitFor(t, 10*time.Second, "the zombie to be fenced by the target", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "the zombie to be fenced by the target", func() error {
 			if _, fenced, _, _ := eng.stats(); fenced == 0 {
 				return fmt.Errorf("no commit refused yet")
 			}
 			return nil
 		})
-		waitFor(t, 5*time.Second, "lastCommit written by the new owner", func() error {
+		coordtest.WaitFor(t, 5*time.Second, "lastCommit written by the new owner", func() error {
 			lc, _, err := readLastCommit(context.Background(), a.s, a.layout.LastCommit("t1"))
 			if err != nil {
 				return err

@@ -60,12 +60,7 @@ func (w *commitWriter) claim(ctx context.Context) (LastCommit, bool, error) {
 
 // read loads the stored lastCommit and checks its epoch.
 func (w *commitWriter) read(ctx context.Context) error {
-	var data []byte
-	var st *zk.Stat
-	err := w.s.Retry(ctx, func() (err error) {
-		data, st, err = w.s.Get(ctx, w.path)
-		return err
-	})
+	data, st, err := w.s.Retrying().Get(ctx, w.path)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		w.version, w.last, w.known = -1, LastCommit{}, true
@@ -134,10 +129,7 @@ func (w *commitWriter) write(ctx context.Context, lc LastCommit) error {
 // that exists but cannot be parsed gives exists and an error.
 func readLastCommit(ctx context.Context, s *recipe.Session, path string) (lc LastCommit, exists bool, err error) {
 	var data []byte
-	err = s.Retry(ctx, func() (err error) {
-		data, _, err = s.Get(ctx, path)
-		return err
-	})
+	data, _, err = s.Retrying().Get(ctx, path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return LastCommit{}, false, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestLastCommitFencing: a writer of an older term cannot write lastCommit
@@ -17,10 +18,10 @@ import (
 // after reading — and no writer can once its instance node is gone.
 func TestLastCommitFencing(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+		ctx := coordtest.Context(t, 30*time.Second)
 		connect := chrootOf(t, tg)
 		s1, s2 := dial(t, connect, testSessionTimeout), dial(t, connect, testSessionTimeout)
-		log := testLogger(t)
+		log := coordtest.Logger(t)
 		const lcPath = "/task/lastCommit"
 		if err := s1.EnsurePath(ctx, "/task/instances"); err != nil {
 			t.Fatal(err)
@@ -86,7 +87,7 @@ func TestLastCommitFencing(t *testing.T) {
 // owner: it is replaced (the target's checkpoint is authoritative).
 func TestLastCommitUnreadable(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+		ctx := coordtest.Context(t, 30*time.Second)
 		s := dial(t, chrootOf(t, tg), testSessionTimeout)
 		if err := s.EnsurePath(ctx, "/task"); err != nil {
 			t.Fatal(err)

@@ -1,15 +1,13 @@
 package core
 
 import (
-	"context"
-	"log/slog"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/sessiontest"
 )
 
 // Every coordination test runs against both servers: shepherd coord (in
@@ -59,51 +57,7 @@ func dial(t testing.TB, connect string, timeout time.Duration) *recipe.Session {
 // credential (an attacker's), or with InsecureOpenACL.
 func dialWith(t testing.TB, connect string, opts recipe.Options) *recipe.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	opts.Logger = testLogger(t)
+	opts.Logger = coordtest.Logger(t)
 	opts.Retry = recipe.RetryPolicy{BaseDelay: 20 * time.Millisecond, MaxDelay: 300 * time.Millisecond, MaxElapsed: 20 * time.Second}
-	s, err := recipe.Dial(ctx, connect, opts)
-	if err != nil {
-		t.Fatalf("dial %s: %v", connect, err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
-// testLogger sends slog output to t.Log, shown only for failing tests.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tlogWriter struct{ t testing.TB }
-
-func (w tlogWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-// ctxFor returns a context that ends with the test or after d.
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// waitFor polls cond every 20ms until it returns nil, failing the test
-// with cond's last error if d passes first.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %v: %v", what, d, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return sessiontest.Dial(t, connect, opts)
 }

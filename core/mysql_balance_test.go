@@ -6,6 +6,8 @@ import (
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestMySQLColdBalanceRollingRestart: four tasks in a group of two
@@ -17,7 +19,7 @@ import (
 func TestMySQLColdBalanceRollingRestart(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		source, target := sharedMariaDB(t)
-		ctx := ctxFor(t, 4*time.Minute)
+		ctx := coordtest.Context(t, 4*time.Minute)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		tasks, dbs := addColdMySQLTasks(t, a, "bal", 4, source, target)
@@ -35,7 +37,7 @@ func TestMySQLColdBalanceRollingRestart(t *testing.T) {
 			return out, err
 		}
 		even := map[string]int{"a": 2, "b": 2}
-		waitFor(t, 60*time.Second, "the tasks spread 2/2", func() error {
+		coordtest.WaitFor(t, 60*time.Second, "the tasks spread 2/2", func() error {
 			got, err := spread()
 			if err == nil && !maps.Equal(got, even) {
 				err = fmt.Errorf("spread %v", got)
@@ -57,7 +59,7 @@ func TestMySQLColdBalanceRollingRestart(t *testing.T) {
 		}
 		for _, h := range hosts {
 			cores[h].stop()
-			waitFor(t, 60*time.Second, h+"'s tasks to move", func() error {
+			coordtest.WaitFor(t, 60*time.Second, h+"'s tasks to move", func() error {
 				got, err := spread()
 				if err == nil && got[h] > 0 {
 					err = fmt.Errorf("spread %v", got)
@@ -65,7 +67,7 @@ func TestMySQLColdBalanceRollingRestart(t *testing.T) {
 				return err
 			})
 			cores[h] = startCoreProc(t, connect, h, "--group", "g1")
-			waitFor(t, 60*time.Second, "the tasks spread 2/2 again", func() error {
+			coordtest.WaitFor(t, 60*time.Second, "the tasks spread 2/2 again", func() error {
 				got, err := spread()
 				if err == nil && !maps.Equal(got, even) {
 					err = fmt.Errorf("spread %v", got)

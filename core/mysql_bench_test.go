@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // BenchmarkMySQLFailover measures hot-standby failover: a `shepherd core`
@@ -54,7 +56,7 @@ func benchFailover(b *testing.B, tg *target, timeout time.Duration, end func(*co
 		return startCoreProc(b, connect, fmt.Sprintf("c%d", n), "--task", task, "--session-timeout", timeout.String())
 	}
 	standsBy := func(host string) {
-		waitFor(b, 30*time.Second, host+" to stand by", func() error {
+		coordtest.WaitFor(b, 30*time.Second, host+" to stand by", func() error {
 			ts, err := a.Task(ctx, task)
 			if err != nil || len(ts.Instances) != 2 || ts.Instances[1].State.Host != host || ts.Instances[1].State.State != StateStandby {
 				return fmt.Errorf("instances %v, %v", instanceNames(ts), err)
@@ -95,7 +97,7 @@ func benchFailover(b *testing.B, tg *target, timeout time.Duration, end func(*co
 		end(owner)
 		var claimed time.Duration
 		var claimPos uint64
-		waitFor(b, 60*time.Second, standby.host+" to apply", func() error {
+		coordtest.WaitFor(b, 60*time.Second, standby.host+" to apply", func() error {
 			who, _, pos, err := targetCheckpoint(ctx, target.DB(b), task)
 			if err != nil || !strings.HasPrefix(who, standby.host+"-") {
 				return fmt.Errorf("checkpoint owner %q, %v", who, err)

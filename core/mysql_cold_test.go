@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestMySQLColdGroupKill9: two `shepherd core --group` processes share
@@ -13,7 +15,7 @@ import (
 func TestMySQLColdGroupKill9(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		source, target := sharedMariaDB(t)
-		ctx := ctxFor(t, 3*time.Minute)
+		ctx := coordtest.Context(t, 3*time.Minute)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		tasks, dbs := addColdMySQLTasks(t, a, "cold", 3, source, target)
@@ -23,7 +25,7 @@ func TestMySQLColdGroupKill9(t *testing.T) {
 			"b": startCoreProc(t, connect, "b", "--group", "g1"),
 		}
 		var owners map[string]string
-		waitFor(t, 30*time.Second, "every task to run once", func() (err error) {
+		coordtest.WaitFor(t, 30*time.Second, "every task to run once", func() (err error) {
 			owners, err = groupOwners(a, tasks)
 			return err
 		})
@@ -37,7 +39,7 @@ func TestMySQLColdGroupKill9(t *testing.T) {
 		survivor := map[string]string{"a": "b", "b": "a"}[victim]
 		cores[victim].kill9()
 		killed := time.Now()
-		waitFor(t, 30*time.Second, "the tasks to move to "+survivor, func() error {
+		coordtest.WaitFor(t, 30*time.Second, "the tasks to move to "+survivor, func() error {
 			now, err := groupOwners(a, tasks)
 			if err != nil {
 				return err

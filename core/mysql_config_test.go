@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/replication"
 )
 
@@ -39,7 +40,7 @@ func TestReplicationConfig(t *testing.T) {
 		t.Errorf("routes %+v, want %+v", cfg.Routes, want)
 	}
 	sp.Target.PasswordFile = pw + ".missing"
-	if _, err := (MySQL{}).Open(ctxFor(t, 5*time.Second), sp, slog.Default()); !errors.Is(err, ErrNonRetryable) || !strings.Contains(err.Error(), "target.passwordFile") {
+	if _, err := (MySQL{}).Open(coordtest.Context(t, 5*time.Second), sp, slog.Default()); !errors.Is(err, ErrNonRetryable) || !strings.Contains(err.Error(), "target.passwordFile") {
 		t.Errorf("Open with a missing password file: %v; want a non-retryable error naming target.passwordFile", err)
 	}
 }
@@ -66,35 +67,8 @@ func TestMapReplicationError(t *testing.T) {
 	}
 }
 
-func TestLoadConfigFile(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	good := write("core.yaml", "zk: zk1:2181/prod\nhost: db-a\ntask: [t1, t2]\nscan-interval: 3s\nmax-failures: 5\ncapacity: 2\nbalance-moves: 0\nbalance-grace: 20s\n")
-	fc, err := LoadConfigFile(t.Context(), good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fc.ZK != "zk1:2181/prod" || fc.Host != "db-a" || !reflect.DeepEqual(fc.Tasks, []string{"t1", "t2"}) || fc.ScanInterval != 3*time.Second || fc.MaxFailures != 5 ||
-		fc.Capacity != 2 || fc.BalanceMoves == nil || *fc.BalanceMoves != 0 || fc.BalanceGrace != 20*time.Second {
-		t.Errorf("parsed %+v", fc)
-	}
-	bad := write("bad.yaml", "zk: x\nscan_interval: 3s\n")
-	if _, err := LoadConfigFile(t.Context(), bad); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "scan_interval") {
-		t.Errorf("unknown key: %v", err)
-	}
-	if _, err := LoadConfigFile(t.Context(), filepath.Join(dir, "none.yaml")); !errors.Is(err, ErrBadConfig) {
-		t.Errorf("missing file: %v", err)
-	}
-}
-
 func TestNewRejectsBadConfig(t *testing.T) {
-	eng := newMemEngine(0)
+	eng := NewMemEngine(0)
 	for _, tc := range []struct {
 		name string
 		cfg  Config

@@ -42,7 +42,7 @@ func TestMySQLOnZooKeeperEnsemble(t *testing.T) {
 	}
 	bundled.Require(t)
 	source, target := sharedMariaDB(t)
-	ctx := ctxFor(t, 5*time.Minute)
+	ctx := coordtest.Context(t, 5*time.Minute)
 	db := testDB("ensemble")
 	createWorkloadSchema(t, db, source, target)
 	task := "ens_" + db
@@ -62,7 +62,7 @@ func TestMySQLOnZooKeeperEnsemble(t *testing.T) {
 	ens := testpeer.StartEnsemble(t, 3, testpeer.ZKOptions{TickTime: 500 * time.Millisecond})
 	connect := ens.Connect()
 	ctl(t, old, "task", "stop", task)
-	waitFor(t, 60*time.Second, "the task to stop on the bundled server", func() error {
+	coordtest.WaitFor(t, 60*time.Second, "the task to stop on the bundled server", func() error {
 		ts, err := oldAdmin.Task(ctx, task)
 		for _, in := range ts.Instances {
 			if in.State.State == StateRunning {
@@ -85,7 +85,7 @@ func TestMySQLOnZooKeeperEnsemble(t *testing.T) {
 	startCoreProc(t, connect, "a", "--task", task, "--session-timeout", timeout)
 	waitOwner(t, a, task, "a", StateRunning, 60*time.Second)
 	startCoreProc(t, connect, "b", "--task", task, "--session-timeout", timeout)
-	waitFor(t, 60*time.Second, "b to stand by", func() error {
+	coordtest.WaitFor(t, 60*time.Second, "b to stand by", func() error {
 		ts, err := a.Task(ctx, task)
 		if err != nil || len(ts.Instances) != 2 || ts.Instances[1].State.State != StateStandby {
 			return fmt.Errorf("instances %v, %v", instanceNames(ts), err)
@@ -120,7 +120,7 @@ func TestMySQLOnZooKeeperEnsemble(t *testing.T) {
 	progress := func(what string) {
 		t.Helper()
 		jobRuns, lockHolds := runs.count(t), locks.holds()
-		waitFor(t, 90*time.Second, "progress "+what, func() error {
+		coordtest.WaitFor(t, 90*time.Second, "progress "+what, func() error {
 			if n := runs.count(t); n < jobRuns+2 {
 				return fmt.Errorf("job runs %d, want %d", n, jobRuns+2)
 			}

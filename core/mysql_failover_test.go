@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // failoverRows is the size of the load the RUNNING core is killed in.
@@ -21,7 +23,7 @@ const failoverRows = 100_000
 func TestMySQLHotFailoverKill9(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		source, target := sharedMariaDB(t)
-		ctx := ctxFor(t, 3*time.Minute)
+		ctx := coordtest.Context(t, 3*time.Minute)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		db := testDB("failover")
@@ -32,14 +34,14 @@ func TestMySQLHotFailoverKill9(t *testing.T) {
 		first := startCoreProc(t, connect, "a", "--task", task)
 		running := waitOwner(t, a, task, "a", StateRunning, 30*time.Second)
 		startCoreProc(t, connect, "b", "--task", task)
-		waitFor(t, 30*time.Second, "b to stand by", func() error {
+		coordtest.WaitFor(t, 30*time.Second, "b to stand by", func() error {
 			ts, err := a.Task(ctx, task)
 			if err != nil || len(ts.Instances) != 2 || ts.Instances[1].State.State != StateStandby {
 				return fmt.Errorf("instances %v, %v", instanceNames(ts), err)
 			}
 			return nil
 		})
-		waitFor(t, 10*time.Second, "the start position in lastCommit", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "the start position in lastCommit", func() error {
 			if lc, ok, err := readLastCommit(ctx, a.s, a.layout.LastCommit(task)); !ok || err != nil || lc.Position().IsZero() {
 				return fmt.Errorf("lastCommit %+v, %v, %v", lc, ok, err)
 			}
@@ -49,7 +51,7 @@ func TestMySQLHotFailoverKill9(t *testing.T) {
 		loaded := make(chan error, 1)
 		began := time.Now()
 		go func() { loaded <- load(ctx, source.DB(t), db, 0, failoverRows, 500) }()
-		waitFor(t, 60*time.Second, "the target to have a third of the load", func() error {
+		coordtest.WaitFor(t, 60*time.Second, "the target to have a third of the load", func() error {
 			var n int
 			if err := target.DB(t).QueryRowContext(ctx, "SELECT COUNT(*) FROM "+db+".items").Scan(&n); err != nil {
 				return err
@@ -67,7 +69,7 @@ func TestMySQLHotFailoverKill9(t *testing.T) {
 		// checkpoint, and until b's first commit moves it.
 		var claimed, applying time.Duration
 		var claimPos uint64
-		waitFor(t, 30*time.Second, "b to commit to the target", func() error {
+		coordtest.WaitFor(t, 30*time.Second, "b to commit to the target", func() error {
 			owner, _, pos, err := targetCheckpoint(ctx, target.DB(t), task)
 			if err != nil || !strings.HasPrefix(owner, "b-") {
 				return fmt.Errorf("checkpoint owner %q, %v", owner, err)
@@ -92,7 +94,7 @@ func TestMySQLHotFailoverKill9(t *testing.T) {
 		if next.State.Epoch <= running.State.Epoch {
 			t.Errorf("epoch %d after %d: want it to grow", next.State.Epoch, running.State.Epoch)
 		}
-		waitFor(t, 10*time.Second, "lastCommit to be b's", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "lastCommit to be b's", func() error {
 			lc, _, err := readLastCommit(ctx, a.s, a.layout.LastCommit(task))
 			if err != nil || lc.Owner != next.Name || lc.Epoch != next.State.Epoch {
 				return fmt.Errorf("lastCommit %+v, %v; want owner %s", lc, err, next.Name)
@@ -110,7 +112,7 @@ func TestMySQLHotFailoverKill9(t *testing.T) {
 func TestMySQLZombieCannotWrite(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		source, target := sharedMariaDB(t)
-		ctx := ctxFor(t, 3*time.Minute)
+		ctx := coordtest.Context(t, 3*time.Minute)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		db := testDB("zombie")
@@ -121,7 +123,7 @@ func TestMySQLZombieCannotWrite(t *testing.T) {
 		zombie := startCoreProc(t, connect, "a", "--task", task)
 		waitOwner(t, a, task, "a", StateRunning, 30*time.Second)
 		startCoreProc(t, connect, "b", "--task", task)
-		waitFor(t, 30*time.Second, "b to stand by", func() error {
+		coordtest.WaitFor(t, 30*time.Second, "b to stand by", func() error {
 			ts, err := a.Task(ctx, task)
 			if err != nil || len(ts.Instances) != 2 {
 				return fmt.Errorf("instances %v, %v", instanceNames(ts), err)
@@ -130,7 +132,7 @@ func TestMySQLZombieCannotWrite(t *testing.T) {
 		})
 		loaded := make(chan error, 1)
 		go func() { loaded <- load(ctx, source.DB(t), db, 0, 40_000, 200) }()
-		waitFor(t, 60*time.Second, "a to apply some", func() error {
+		coordtest.WaitFor(t, 60*time.Second, "a to apply some", func() error {
 			var n int
 			if err := target.DB(t).QueryRowContext(ctx, "SELECT COUNT(*) FROM "+db+".items").Scan(&n); err != nil || n < 2000 {
 				return fmt.Errorf("%d rows, %v", n, err)
@@ -144,7 +146,7 @@ func TestMySQLZombieCannotWrite(t *testing.T) {
 		// b's claim back: that transaction may still commit, before b's
 		// claim, as it would have had a been slow rather than frozen.)
 		zombie.signal(syscall.SIGCONT)
-		waitFor(t, 60*time.Second, "b to own the target's checkpoint", func() error {
+		coordtest.WaitFor(t, 60*time.Second, "b to own the target's checkpoint", func() error {
 			owner, _, _, err := targetCheckpoint(ctx, target.DB(t), task)
 			if err != nil || owner != next.Name {
 				return fmt.Errorf("owner %q, %v", owner, err)
@@ -170,7 +172,7 @@ func TestMySQLZombieCannotWrite(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		waitFor(t, 30*time.Second, "the zombie to stand by", func() error {
+		coordtest.WaitFor(t, 30*time.Second, "the zombie to stand by", func() error {
 			ts, err := a.Task(ctx, task)
 			if err != nil || len(ts.Instances) != 2 || ts.Instances[1].State.Host != "a" || ts.Instances[1].State.State != StateStandby {
 				return fmt.Errorf("instances %v, %v", instanceNames(ts), err)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // deafEngine is the MySQL engine with replicators of the owners named
@@ -74,7 +76,7 @@ func (e *deafEngine) endings() []error {
 func TestMySQLStaleOwnerFencedByTarget(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		source, target := sharedMariaDB(t)
-		ctx := ctxFor(t, 3*time.Minute)
+		ctx := coordtest.Context(t, 3*time.Minute)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		db := testDB("fence")
@@ -95,7 +97,7 @@ func TestMySQLStaleOwnerFencedByTarget(t *testing.T) {
 		defer stopLoad()
 		loaded := make(chan error, 1)
 		go func() { loaded <- load(loadCtx, source.DB(t), db, 0, 2_000_000, 100) }()
-		waitFor(t, 60*time.Second, "a to apply some", func() error {
+		coordtest.WaitFor(t, 60*time.Second, "a to apply some", func() error {
 			var n int
 			if err := target.DB(t).QueryRowContext(ctx, "SELECT COUNT(*) FROM "+db+".items").Scan(&n); err != nil || n < 2000 {
 				return fmt.Errorf("%d rows, %v", n, err)
@@ -104,7 +106,7 @@ func TestMySQLStaleOwnerFencedByTarget(t *testing.T) {
 		})
 		p.Partition()
 		next := waitOwner(t, a, task, "b", StateRunning, 30*time.Second)
-		waitFor(t, 30*time.Second, "a's replicator to be fenced", func() error {
+		coordtest.WaitFor(t, 30*time.Second, "a's replicator to be fenced", func() error {
 			ended := eng.endings()
 			if len(ended) == 0 {
 				return errors.New("a's replicator still runs")

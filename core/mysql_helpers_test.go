@@ -153,7 +153,7 @@ func tableSums(ctx context.Context, d *sql.DB, db string) (map[string]string, er
 // target as on the source.
 func waitSameTables(t testing.TB, source, target *testpeer.MariaDB, db string, d time.Duration) {
 	t.Helper()
-	waitFor(t, d, "the target to match the source", func() error {
+	coordtest.WaitFor(t, d, "the target to match the source", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		want, err := tableSums(ctx, source.DB(t), db)
@@ -327,7 +327,7 @@ func addColdMySQLTasks(t testing.TB, a *Admin, prefix string, n int, source, tar
 // in lastCommit: a load written after that is replicated whole.
 func waitStartsPinned(t testing.TB, ctx context.Context, a *Admin, tasks []string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "every start position in lastCommit", func() error {
+	coordtest.WaitFor(t, 10*time.Second, "every start position in lastCommit", func() error {
 		for _, task := range tasks {
 			if lc, ok, err := readLastCommit(ctx, a.s, a.layout.LastCommit(task)); !ok || err != nil || lc.Position().IsZero() {
 				return fmt.Errorf("%s: lastCommit %+v, %v", task, lc, err)

@@ -17,7 +17,7 @@ import (
 func TestMySQLCoordServerRestart(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		source, target := sharedMariaDB(t)
-		ctx := ctxFor(t, 3*time.Minute)
+		ctx := coordtest.Context(t, 3*time.Minute)
 		srv := coordtest.StartRestartable(t, tg.Name, 500*time.Millisecond)
 		const sessionTimeout = 30 * time.Second // outlasts a JVM restart on a busy machine
 		a := NewAdmin(dial(t, srv.Addr, sessionTimeout), "")
@@ -28,7 +28,7 @@ func TestMySQLCoordServerRestart(t *testing.T) {
 		startCoreOn(t, dial(t, srv.Addr, sessionTimeout), "a", MySQL{}, func(c *Config) { c.Tasks = []string{task} })
 		before := waitOwner(t, a, task, "a", StateRunning, 30*time.Second)
 		startCoreOn(t, dial(t, srv.Addr, sessionTimeout), "b", MySQL{}, func(c *Config) { c.Tasks = []string{task} })
-		waitFor(t, 10*time.Second, "the start position in lastCommit", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "the start position in lastCommit", func() error {
 			if lc, ok, err := readLastCommit(ctx, a.s, a.layout.LastCommit(task)); !ok || err != nil || lc.Position().IsZero() {
 				return fmt.Errorf("lastCommit %+v, %v", lc, err)
 			}
@@ -36,7 +36,7 @@ func TestMySQLCoordServerRestart(t *testing.T) {
 		})
 		loaded := make(chan error, 1)
 		go func() { loaded <- load(ctx, source.DB(t), db, 0, 30_000, 100) }()
-		waitFor(t, 60*time.Second, "some rows applied", func() error {
+		coordtest.WaitFor(t, 60*time.Second, "some rows applied", func() error {
 			var n int
 			if err := target.DB(t).QueryRowContext(ctx, "SELECT COUNT(*) FROM "+db+".items").Scan(&n); err != nil || n < 3000 {
 				return fmt.Errorf("%d rows, %v", n, err)
@@ -54,7 +54,7 @@ func TestMySQLCoordServerRestart(t *testing.T) {
 		if after.Name != before.Name || after.State.Epoch != before.State.Epoch {
 			t.Errorf("owner %s epoch %d after the restart, %s epoch %d before: want the same term", after.Name, after.State.Epoch, before.Name, before.State.Epoch)
 		}
-		waitFor(t, 10*time.Second, "lastCommit to catch up", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "lastCommit to catch up", func() error {
 			lc, _, err := readLastCommit(ctx, a.s, a.layout.LastCommit(task))
 			if err != nil {
 				return err
@@ -75,7 +75,7 @@ func TestMySQLServerOutages(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		source := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
 		target := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
-		ctx := ctxFor(t, 3*time.Minute)
+		ctx := coordtest.Context(t, 3*time.Minute)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		db := testDB("outage")
@@ -84,7 +84,7 @@ func TestMySQLServerOutages(t *testing.T) {
 		mustAdd(t, a, mysqlSpec(task, db, source, target))
 		startCore(t, connect, "a", MySQL{}, func(c *Config) { c.Tasks = []string{task} })
 		owner := waitOwner(t, a, task, "a", StateRunning, 30*time.Second)
-		waitFor(t, 10*time.Second, "the start position in lastCommit", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "the start position in lastCommit", func() error {
 			if lc, ok, err := readLastCommit(ctx, a.s, a.layout.LastCommit(task)); !ok || err != nil || lc.Position().IsZero() {
 				return fmt.Errorf("lastCommit %+v, %v", lc, err)
 			}
@@ -109,7 +109,7 @@ func TestMySQLServerOutages(t *testing.T) {
 			t.Fatal(err)
 		}
 		step("while the target is down", 9000)
-		waitFor(t, 30*time.Second, "the owner to report the outage", func() error {
+		coordtest.WaitFor(t, 30*time.Second, "the owner to report the outage", func() error {
 			ts, err := a.Task(ctx, task)
 			if err != nil {
 				return err
@@ -127,7 +127,7 @@ func TestMySQLServerOutages(t *testing.T) {
 		if after.Name != owner.Name || after.State.Epoch != owner.State.Epoch {
 			t.Errorf("owner %s (epoch %d) after the outages, %s (epoch %d) before", after.Name, after.State.Epoch, owner.Name, owner.State.Epoch)
 		}
-		waitFor(t, 10*time.Second, "the error to clear", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "the error to clear", func() error {
 			ts, err := a.Task(ctx, task)
 			if err != nil {
 				return err
@@ -154,7 +154,7 @@ func TestMySQLBadSources(t *testing.T) {
 	t.Cleanup(func() { source.DB(t).Exec("DROP USER IF EXISTS 'core_nomon'@'127.0.0.1'") })
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		target := dest
-		ctx := ctxFor(t, 2*time.Minute)
+		ctx := coordtest.Context(t, 2*time.Minute)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		db := testDB("bad")
@@ -191,7 +191,7 @@ func TestMySQLBadSources(t *testing.T) {
 			{unreachable.Name, StateRunning, []string{"connect", "refused"}},
 			{good.Name, StateRunning, nil},
 		} {
-			waitFor(t, 30*time.Second, tc.task+" to be "+tc.state, func() error {
+			coordtest.WaitFor(t, 30*time.Second, tc.task+" to be "+tc.state, func() error {
 				ts, err := a.Task(ctx, tc.task)
 				if err != nil {
 					return err

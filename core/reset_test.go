@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestResetEpochAfterEnsembleMove: a task whose stored epochs come from
@@ -24,7 +26,7 @@ func TestResetEpochAfterEnsembleMove(t *testing.T) {
 		// What the old ensemble left: the target's checkpoint and
 		// lastCommit at event 40, under an epoch of its own.
 		const oldEpoch = int64(1) << 60
-		eng := newMemEngine(100)
+		eng := NewMemEngine(100)
 		eng.mu.Lock()
 		for i := range 40 {
 			eng.applied[i] = 1
@@ -40,10 +42,10 @@ func TestResetEpochAfterEnsembleMove(t *testing.T) {
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
 		// Fenced: the core keeps trying and never applies.
 		time.Sleep(3 * testSessionTimeout)
-		if n, _ := eng.check(); n != 40 {
+		if n, _ := eng.Check(); n != 40 {
 			t.Fatalf("before the reset: %d events applied; want the old 40", n)
 		}
-		if _, err := a.ResetEpoch(ctx, "t1", eng, testLogger(t)); !errors.Is(err, ErrTaskBusy) {
+		if _, err := a.ResetEpoch(ctx, "t1", eng, coordtest.Logger(t)); !errors.Is(err, ErrTaskBusy) {
 			t.Fatalf("ResetEpoch of a running task: %v, want ErrTaskBusy", err)
 		}
 
@@ -51,15 +53,15 @@ func TestResetEpochAfterEnsembleMove(t *testing.T) {
 			t.Fatal(err)
 		}
 		var first EpochReset
-		waitFor(t, 20*time.Second, "no instance RUNNING", func() (err error) {
-			first, err = a.ResetEpoch(ctx, "t1", eng, testLogger(t))
+		coordtest.WaitFor(t, 20*time.Second, "no instance RUNNING", func() (err error) {
+			first, err = a.ResetEpoch(ctx, "t1", eng, coordtest.Logger(t))
 			return err
 		})
 		if first.TargetEpoch != oldEpoch || first.LastCommitEpoch != oldEpoch {
 			t.Fatalf("ResetEpoch = %+v; want both epochs found at %d", first, oldEpoch)
 		}
 		// A second reset finds both at 0 already.
-		res, err := a.ResetEpoch(ctx, "t1", eng, testLogger(t))
+		res, err := a.ResetEpoch(ctx, "t1", eng, coordtest.Logger(t))
 		if err != nil || res.TargetEpoch != 0 || res.LastCommitEpoch != 0 {
 			t.Fatalf("second ResetEpoch = %+v, %v; want both epochs found at 0", res, err)
 		}
@@ -72,7 +74,7 @@ func TestResetEpochAfterEnsembleMove(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitApplied(t, eng, 20*time.Second)
-		if n, _ := eng.check(); n != 100 {
+		if n, _ := eng.Check(); n != 100 {
 			t.Fatalf("%d events applied, want 100", n)
 		}
 		if _, _, _, cp := eng.stats(); cp.Epoch <= 0 || cp.Epoch >= oldEpoch {

@@ -301,11 +301,7 @@ func (cs *coldScan) survey(ctx context.Context, names []string) (*groupView, err
 func readGroupTask(ctx context.Context, s *recipe.Session, l Layout, group, name string) (groupTask, error) {
 	t := groupTask{name: name}
 	dir := l.GroupInstances(group, name)
-	var kids []string
-	err := s.Retry(ctx, func() (err error) {
-		kids, _, err = s.Children(ctx, dir)
-		return err
-	})
+	kids, _, err := s.Retrying().Children(ctx, dir)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return t, fmt.Errorf("task %q: list instances: %w", name, err)
 	}
@@ -314,11 +310,7 @@ func readGroupTask(ctx context.Context, s *recipe.Session, l Layout, group, name
 		slices.SortFunc(kids, func(x, y string) int { return seqOf(x) - seqOf(y) })
 		first := kids[0]
 		t.owner = first[:max(strings.LastIndexByte(first, '-'), 0)]
-		var data []byte
-		err := s.Retry(ctx, func() (err error) {
-			data, _, err = s.Get(ctx, dir+"/"+first)
-			return err
-		})
+		data, _, err := s.Retrying().Get(ctx, dir+"/"+first)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			t.owner = "" // gone as we looked
@@ -329,10 +321,7 @@ func readGroupTask(ctx context.Context, s *recipe.Session, l Layout, group, name
 		}
 	}
 	var data []byte
-	err = s.Retry(ctx, func() (err error) {
-		data, _, err = s.Get(ctx, l.Task(name))
-		return err
-	})
+	data, _, err = s.Retrying().Get(ctx, l.Task(name))
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return t, fmt.Errorf("task %q: read spec: %w", name, err)
 	}
@@ -346,11 +335,7 @@ func readGroupTask(ctx context.Context, s *recipe.Session, l Layout, group, name
 
 // groupTasks lists the tasks of the group, sorted.
 func (c *Core) groupTasks(ctx context.Context) ([]string, error) {
-	var names []string
-	err := c.s.Retry(ctx, func() (err error) {
-		names, _, err = c.s.Children(ctx, c.layout.Group(c.cfg.Group))
-		return err
-	})
+	names, _, err := c.s.Retrying().Children(ctx, c.layout.Group(c.cfg.Group))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -362,11 +347,7 @@ func (c *Core) groupTasks(ctx context.Context) ([]string, error) {
 // comes first, and then calls start with the function that runs it.
 func (c *Core) tryTake(ctx context.Context, name string, start func(run func())) error {
 	dir := c.layout.GroupInstances(c.cfg.Group, name)
-	var kids []string
-	err := c.s.Retry(ctx, func() (err error) {
-		kids, _, err = c.s.Children(ctx, dir)
-		return err
-	})
+	kids, _, err := c.s.Retrying().Children(ctx, dir)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 	case err != nil:

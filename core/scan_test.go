@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // groupOwners returns, per task, the host of its single RUNNING
@@ -36,7 +38,7 @@ func TestColdGroupScan(t *testing.T) {
 		fleet := memFleet{}
 		for _, name := range tasks {
 			mustAdd(t, a, coldSpec(name, "g1"))
-			fleet[name] = newMemEngine(2000)
+			fleet[name] = NewMemEngine(2000)
 		}
 		mustAdd(t, a, coldSpec("other", "g2")) // not this group's
 		const scan = 300 * time.Millisecond
@@ -46,7 +48,7 @@ func TestColdGroupScan(t *testing.T) {
 			"h2": startCore(t, connect, "h2", fleet, group),
 		}
 		var owners map[string]string
-		waitFor(t, 10*time.Second, "every task to run once", func() (err error) {
+		coordtest.WaitFor(t, 10*time.Second, "every task to run once", func() (err error) {
 			owners, err = groupOwners(a, tasks)
 			return err
 		})
@@ -60,7 +62,7 @@ func TestColdGroupScan(t *testing.T) {
 		}
 		cores[victim].crash()
 		gone := time.Now()
-		waitFor(t, 10*time.Second, "the tasks to move to "+survivor, func() error {
+		coordtest.WaitFor(t, 10*time.Second, "the tasks to move to "+survivor, func() error {
 			now, err := groupOwners(a, tasks)
 			if err != nil {
 				return err
@@ -75,7 +77,7 @@ func TestColdGroupScan(t *testing.T) {
 		moved := time.Since(gone)
 		t.Logf("tasks moved %v after the owner's session ended (scan interval %v)", moved.Round(time.Millisecond), scan)
 		for name, eng := range fleet {
-			eng.addEvents(100)
+			eng.AddEvents(100)
 			waitApplied(t, eng, 20*time.Second)
 			if maxRunning, _, _, _ := eng.stats(); maxRunning != 1 {
 				t.Errorf("%s: %d instances applied at once; want 1", name, maxRunning)
@@ -88,17 +90,17 @@ func TestColdGroupScan(t *testing.T) {
 // not taken by scans until it is started again.
 func TestColdStopReleases(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+		ctx := coordtest.Context(t, 30*time.Second)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, coldSpec("c1", "g1"))
-		eng := newMemEngine(500)
+		eng := NewMemEngine(500)
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Group = "g1" })
 		waitOwner(t, a, "c1", "h1", StateRunning, 10*time.Second)
 		if err := a.SetState(ctx, "c1", DesiredStopped); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the task to be given up", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "the task to be given up", func() error {
 			ts, err := a.Task(ctx, "c1")
 			if err != nil || len(ts.Instances) != 0 {
 				return fmt.Errorf("instances %v, %v", instanceNames(ts), err)

@@ -24,7 +24,7 @@ func TestAttackTaskReadAndRewrite(t *testing.T) {
 		sp := testSpec("t1")
 		sp.Target.Password = "s3cret"
 		mustAdd(t, a, sp)
-		eng := newMemEngine(100000)
+		eng := NewMemEngine(100000)
 		eng.delay = time.Millisecond
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
 		waitOwner(t, a, "t1", "h1", StateRunning, 20*time.Second)
@@ -72,7 +72,7 @@ func TestAttackPreCreatedTasks(t *testing.T) {
 
 		trusted := dial(t, connect, testSessionTimeout)
 		a := NewAdmin(trusted, "")
-		fleet := memFleet{"open": newMemEngine(1000), "forged": newMemEngine(1000)}
+		fleet := memFleet{"open": NewMemEngine(1000), "forged": NewMemEngine(1000)}
 		startCore(t, connect, "h1", fleet, func(c *Config) { c.Tasks = []string{"open", "forged"} })
 		for task, why := range map[string]string{"open": "/mysql_replicator/tasks/open grants cdrwa to world:anyone", "forged": "its ancestor /mysql_replicator/tasks grants"} {
 			in := waitOwner(t, a, task, "h1", StateFailed, 20*time.Second)
@@ -101,7 +101,7 @@ func TestInsecureOpenACL(t *testing.T) {
 		anon := dialWith(t, connect, recipe.Options{SessionTimeout: testSessionTimeout})
 		mustAdd(t, NewAdmin(anon, ""), testSpec("open"))
 		insecure := dialWith(t, connect, recipe.Options{SessionTimeout: testSessionTimeout, Auth: coordtest.Auth, InsecureOpenACL: true})
-		startCoreOn(t, insecure, "h1", newMemEngine(1000), func(c *Config) { c.Tasks = []string{"open"} })
+		startCoreOn(t, insecure, "h1", NewMemEngine(1000), func(c *Config) { c.Tasks = []string{"open"} })
 		waitOwner(t, NewAdmin(insecure, ""), "open", "h1", StateRunning, 20*time.Second)
 	})
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/collector"
-	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
@@ -79,9 +78,10 @@ func TestCollectorList(t *testing.T) {
 		mustCtlAuth(t, zk, "source", "add", "file://"+src)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
+		agent := dialSession(t, zk)
 		go func() {
-			done <- collector.RunAgent(ctx, collector.AgentConfig{
-				Connect: zk, Session: recipe.Options{SessionTimeout: 2 * time.Second, Auth: coordtest.Auth}, Assign: true,
+			done <- collector.RunAgent(ctx, agent, collector.AgentConfig{
+				Assign: true,
 				Collector: collector.Config{Name: "host1", OutDir: filepath.Join(dir, "out"),
 					PollInterval: 20 * time.Millisecond, StatusInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)},
 				Assigner: collector.AssignerConfig{Strategy: collector.Local, PollInterval: 20 * time.Millisecond,
@@ -99,7 +99,7 @@ func TestCollectorList(t *testing.T) {
 			}
 		}
 		defer stop()
-		waitFor(t, 20*time.Second, "the collector to report its lines", func() error {
+		coordtest.WaitFor(t, 20*time.Second, "the collector to report its lines", func() error {
 			out := mustCtlAuth(t, zk, "collector", "list")
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			if len(lines) != 3 {
@@ -222,7 +222,7 @@ func TestCollectorListJudgesAsTheAssigner(t *testing.T) {
 			}
 		}()
 
-		waitFor(t, 30*time.Second, "ctl and the assigner to agree on who is alive", func() error {
+		coordtest.WaitFor(t, 30*time.Second, "ctl and the assigner to agree on who is alive", func() error {
 			var ov collector.Overview
 			if err := json.Unmarshal([]byte(mustCtlAuth(t, conn, "--json", "collector", "list")), &ov); err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
 
@@ -178,10 +179,10 @@ func (r *runner) load(c *cli.Context) error {
 	res := loadResult{Root: to, Skipped: len(nodes) - len(todo)}
 	if to != "/" {
 		ctx, cancel := r.opCtx()
-		err := s.EnsurePath(ctx, parentOf(to))
+		err := s.EnsurePath(ctx, zpath.Parent(to))
 		cancel()
 		if err != nil {
-			return fmt.Errorf("load: create the ancestors of %s: %w", to, onPath(parentOf(to), err))
+			return fmt.Errorf("load: create the ancestors of %s: %w", to, onPath(zpath.Parent(to), err))
 		}
 	}
 	for _, n := range todo {
@@ -237,7 +238,7 @@ func (r *runner) readDump(name string) (*dumpFile, error) {
 		if seen[n.Path] {
 			return nil, bad("listed twice")
 		}
-		if n.Path != d.Root && !seen[parentOf(n.Path)] {
+		if n.Path != d.Root && !seen[zpath.Parent(n.Path)] {
 			return nil, bad("its parent is not listed before it")
 		}
 		if _, err := decodeData(n.Data, n.Encoding); err != nil {

@@ -178,7 +178,7 @@ func TestJobListShowsFileJobs(t *testing.T) {
 		}
 		want := func(what string, ok func(map[string]scheduler.JobStatus) bool) {
 			t.Helper()
-			waitFor(t, 30*time.Second, what, func() error {
+			coordtest.WaitFor(t, 30*time.Second, what, func() error {
 				if l := list(); !ok(l) {
 					return fmt.Errorf("job list = %+v", l)
 				}

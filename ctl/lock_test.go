@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // holdVerbs are the verbs that run a command while holding something.
@@ -165,7 +167,7 @@ func TestHoldWaitAndForward(t *testing.T) {
 
 			sigs := make(chan os.Signal, 1)
 			waiter := startCtl(t, Env{Signals: sigs}, zk, verb, path, "--", "true")
-			waitFor(t, 10*time.Second, "the waiter queues", func() error {
+			coordtest.WaitFor(t, 10*time.Second, "the waiter queues", func() error {
 				out := mustCtl(t, zk, "ls", path)
 				if strings.Count(out, ",") < 1 {
 					return fmt.Errorf("ls %s: %s", path, out)

@@ -115,23 +115,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// waitFor polls cond every 10ms until it returns nil or d passes, then
-// fails the test with cond's last error.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %v: %v", what, d, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // withAuth prefixes args with the tests' credential: the verbs that write
 // what Shepherd's processes act on (task, job, source) need it, or the
 // processes refuse their nodes.

@@ -55,23 +55,6 @@ func checkPath(p string, sequential bool) error {
 	return nil
 }
 
-// joinPath joins a directory and a child name.
-func joinPath(dir, name string) string {
-	if dir == "/" {
-		return "/" + name
-	}
-	return dir + "/" + name
-}
-
-// parentOf returns the parent of a valid path other than the root.
-func parentOf(p string) string {
-	i := strings.LastIndexByte(p, '/')
-	if i == 0 {
-		return "/"
-	}
-	return p[:i]
-}
-
 // within reports whether p is root or below it.
 func within(p, root string) bool {
 	return p == root || root == "/" || strings.HasPrefix(p, root+"/")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/collector"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
@@ -183,7 +184,7 @@ func (r *runner) secureTree(s *recipe.Session, root string, dry bool, policy fun
 		}
 		sortJava(names)
 		for _, n := range names {
-			queue = append(queue, joinPath(p, n))
+			queue = append(queue, zpath.Join(p, n))
 		}
 	}
 	return nil

@@ -16,7 +16,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
-	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/sessiontest"
 )
 
 const taskYAML = `name: copy_hot_item
@@ -187,14 +187,7 @@ func TestTaskVerbErrors(t *testing.T) {
 // dialSession opens a session for the test's own writes.
 func dialSession(t testing.TB, connect string) *recipe.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 2 * time.Second, Auth: coordtest.Auth})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return sessiontest.DialAuth(t, connect, 2*time.Second)
 }
 
 // fakeEngine stands in for the target's checkpoint in reset-epoch.

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 func (r *runner) watchCommand() *cli.Command {
@@ -297,7 +298,7 @@ func (w *treeWatcher) armChildren(p string, n *watchedNode) error {
 	}
 	sortJava(names)
 	for _, name := range names {
-		child := joinPath(p, name)
+		child := zpath.Join(p, name)
 		if _, ok := w.nodes[child]; ok {
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // background is a ctl run in a goroutine, whose output can be read while
@@ -39,7 +41,7 @@ func (b *background) lines() []string {
 // waitLines waits until n lines have been printed.
 func (b *background) waitLines(t *testing.T, n int) []string {
 	t.Helper()
-	waitFor(t, 15*time.Second, fmt.Sprintf("%d lines of output", n), func() error {
+	coordtest.WaitFor(t, 15*time.Second, fmt.Sprintf("%d lines of output", n), func() error {
 		if got := len(b.lines()); got < n {
 			return fmt.Errorf("%d lines so far: %q (stderr %q)", got, b.out.String(), b.err.String())
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // znodeCommands are zkCli.sh's verbs.
@@ -224,7 +225,7 @@ func (r *runner) walk(s *recipe.Session, root string, skip func(string) bool, vi
 		}
 		sortJava(names)
 		for _, n := range names {
-			if q := joinPath(p, n); skip == nil || !skip(q) {
+			if q := zpath.Join(p, n); skip == nil || !skip(q) {
 				queue = append(queue, q)
 				visit(q)
 			}

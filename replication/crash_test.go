@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -203,7 +204,7 @@ func waitApplied(t *testing.T, r *Replicator, moves int) {
 	t.Helper()
 	var last Position
 	seen := -1
-	waitFor(t, 30*time.Second, "replicator making progress", func() error {
+	coordtest.WaitFor(t, 30*time.Second, "replicator making progress", func() error {
 		cp, _, err := r.TargetCheckpoint(context.Background())
 		if err != nil {
 			return err

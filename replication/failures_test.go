@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -254,7 +255,7 @@ func TestTargetCrashRetriesAndCatchesUp(t *testing.T) {
 	waitApplied(t, r, 3)
 
 	target.Kill()
-	waitFor(t, 20*time.Second, "Run reporting the lost target", func() error {
+	coordtest.WaitFor(t, 20*time.Second, "Run reporting the lost target", func() error {
 		if p := rn.progress(); p.State != StateRetrying || p.Err == nil {
 			return fmt.Errorf("progress %+v", p)
 		}
@@ -335,7 +336,7 @@ func TestSilentSourceIsDetected(t *testing.T) {
 	}
 	// Without heartbeats a silent source is never noticed: the read
 	// blocks for good and the wait below runs out.
-	waitFor(t, 20*time.Second, "Run noticing the silent source", func() error {
+	coordtest.WaitFor(t, 20*time.Second, "Run noticing the silent source", func() error {
 		if p := rn.progress(); p.State != StateRetrying {
 			return fmt.Errorf("progress %+v", p)
 		}
@@ -431,7 +432,7 @@ func TestApplyErrorsAreNonRetryable(t *testing.T) {
 // waitTable waits until the target has a table (its CREATE replicated).
 func waitTable(t *testing.T, target *testpeer.MariaDB, db, table string) {
 	t.Helper()
-	waitFor(t, 20*time.Second, "table "+db+"."+table+" on the target", func() error {
+	coordtest.WaitFor(t, 20*time.Second, "table "+db+"."+table+" on the target", func() error {
 		var n int
 		target.DB(t).QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", db, table).Scan(&n)
 		if n != 1 {
@@ -634,7 +635,7 @@ func TestResolveStartAndGTIDStart(t *testing.T) {
 	waitCaughtUp(t, r, source, rn)
 	assertSameData(t, source, target, db, db)
 	cp, _, _ := r.TargetCheckpoint(ctx)
-	waitFor(t, 5*time.Second, "progress reporting the checkpoint", func() error {
+	coordtest.WaitFor(t, 5*time.Second, "progress reporting the checkpoint", func() error {
 		if p := rn.progress(); p.Position != cp.Position || p.Position.File == "" || p.Position.GTID == "" {
 			return fmt.Errorf("progress at %s, checkpoint at %s; want equal, with a file and a GTID", p.Position, cp.Position)
 		}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -83,20 +83,6 @@ func endpoint(m *testpeer.MariaDB) Endpoint {
 	return Endpoint{Host: m.Host(), Port: m.Port(), User: "root"}
 }
 
-// testLogger sends the replicator's logs to the test log, so that they
-// show with a failure and stay quiet otherwise.
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // newConfig is a Config replicating the given databases from source to
 // target, with a task name unique to the test.
 func newConfig(t testing.TB, source, target *testpeer.MariaDB, dbs ...string) Config {
@@ -107,7 +93,7 @@ func newConfig(t testing.TB, source, target *testpeer.MariaDB, dbs ...string) Co
 		Include:         dbs,
 		HeartbeatPeriod: 200 * time.Millisecond,
 		MaxBackoff:      500 * time.Millisecond,
-		Logger:          testLogger(t),
+		Logger:          coordtest.Logger(t),
 	}
 }
 
@@ -178,20 +164,6 @@ func (rn *run) sawState(s State) bool {
 	return slices.Contains(rn.states, s)
 }
 
-// waitFor polls cond until it returns nil or the timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: not done after %v: %v", what, timeout, err)
-}
-
 // currentPosition is where the source's binlog ends now.
 func currentPosition(t testing.TB, r *Replicator) Position {
 	t.Helper()
@@ -210,7 +182,7 @@ func waitCaughtUp(t testing.TB, r *Replicator, source *testpeer.MariaDB, rn *run
 	if err := source.DB(t).QueryRow("SELECT @@gtid_binlog_pos").Scan(&want); err != nil {
 		t.Fatalf("read source gtid_binlog_pos: %v", err)
 	}
-	waitFor(t, 60*time.Second, "target catching up with source GTID "+want, func() error {
+	coordtest.WaitFor(t, 60*time.Second, "target catching up with source GTID "+want, func() error {
 		if rn != nil {
 			select {
 			case err := <-rn.done:

@@ -1,6 +1,8 @@
 package replication
 
 import (
+	"github.com/shepherd-dev/shepherd/internal/ctxsleep"
+
 	"context"
 	"database/sql"
 	"fmt"
@@ -112,10 +114,8 @@ func (r *Replicator) Run(ctx context.Context, from Position, epoch int64, owner 
 		st.retries++
 		r.log.Warn("replication interrupted; retrying", "error", err, "in", backoff, "attempt", st.retries, "position", st.committed.String())
 		st.send(StateRetrying, err, 0)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
+		if err := ctxsleep.Sleep(ctx, backoff); err != nil {
+			return err
 		}
 		backoff = min(2*backoff, r.cfg.MaxBackoff)
 	}

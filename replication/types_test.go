@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -117,7 +118,7 @@ func TestReplicateTypesDMLAndDDL(t *testing.T) {
 	}
 	// Progress trails commits by at most progressEvery, and reports no
 	// lag once the source has sent a heartbeat after the last transaction.
-	waitFor(t, 10*time.Second, "progress reporting the checkpoint with no lag", func() error {
+	coordtest.WaitFor(t, 10*time.Second, "progress reporting the checkpoint with no lag", func() error {
 		p := rn.progress()
 		if p.State != StateRunning || p.Epoch != 1 || p.AppliedRows == 0 || p.AppliedTxns == 0 ||
 			p.Position != cp.Position || p.Position.GTID == "" || p.LagSeconds != 0 {

@@ -47,11 +47,7 @@ func (a *Admin) StoreJob(ctx context.Context, j Job) error {
 // LoadJob reads one stored job: ErrNoSuchJob if it is not stored,
 // ErrInvalidJob if it does not decode or names another job.
 func (a *Admin) LoadJob(ctx context.Context, name string) (Job, error) {
-	var data []byte
-	err := a.s.Retry(ctx, func() (err error) {
-		data, _, err = a.s.Get(ctx, JobPath(name))
-		return err
-	})
+	data, _, err := a.s.Retrying().Get(ctx, JobPath(name))
 	if errors.Is(err, zk.ErrNoNode) {
 		return Job{}, fmt.Errorf("%w: %q is not stored in %s", ErrNoSuchJob, name, JobsPath)
 	}
@@ -119,11 +115,7 @@ func (a *Admin) SetPaused(ctx context.Context, name string, paused bool) error {
 
 // Paused reports whether a job is paused.
 func (a *Admin) Paused(ctx context.Context, name string) (bool, error) {
-	var ok bool
-	err := a.s.Retry(ctx, func() (err error) {
-		ok, _, err = a.s.Exists(ctx, PausedPath+"/"+name)
-		return err
-	})
+	ok, _, err := a.s.Retrying().Exists(ctx, PausedPath+"/"+name)
 	return ok, err
 }
 

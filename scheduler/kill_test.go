@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // startChild runs a scheduler as a separate process (this test binary,
@@ -85,7 +87,7 @@ func TestMasterKilledMidRun(t *testing.T) {
 			Host string `json:"host"`
 			PID  int    `json:"pid"`
 		}
-		checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 			data, _, err := obs.Get(context.Background(), BindingPath("batch", key))
 			if err != nil {
 				return err
@@ -105,7 +107,7 @@ func TestMasterKilledMidRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		var r Result
-		checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error {
 			got, ok, err := readResult(context.Background(), obs, "batch", key)
 			if err != nil || !ok {
 				return fmt.Errorf("no result yet (%v)", err)

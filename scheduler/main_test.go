@@ -17,6 +17,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/sessiontest"
 )
 
 // Every integration test runs against both servers: shepherd coord in
@@ -121,35 +122,7 @@ func dialTimeout(t *testing.T, connect string, sessionTimeout time.Duration) *re
 // the test ends.
 func dialWith(t *testing.T, connect string, opts recipe.Options) *recipe.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	opts.Logger = testLogger(t)
-	s, err := recipe.Dial(ctx, connect, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
-// testLogger logs to the test, and only while it runs.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(&testWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
+	return sessiontest.Dial(t, connect, opts)
 }
 
 // startScheduler runs a scheduler on its own session until the test ends
@@ -166,7 +139,7 @@ func startSchedulerOn(t *testing.T, s *recipe.Session, opts Options, funcs map[s
 		opts.LogDir = t.TempDir()
 	}
 	if opts.Logger == nil {
-		opts.Logger = testLogger(t)
+		opts.Logger = coordtest.Logger(t)
 	}
 	opts.Resync = time.Second
 	sc, err := New(s, opts)
@@ -191,23 +164,6 @@ func startSchedulerOn(t *testing.T, s *recipe.Session, opts Options, funcs map[s
 	}
 	t.Cleanup(stop)
 	return sc, stop
-}
-
-// checkFor polls f until it returns nil, failing the test with f's last
-// error after total.
-func checkFor(t *testing.T, total, poll time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(poll)
-	}
 }
 
 // finished returns the job's runs that have a result.

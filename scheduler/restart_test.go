@@ -25,7 +25,7 @@ func TestRunSurvivesServerRestart(t *testing.T) {
 			}
 			s := dialTimeout(t, srv.Addr, restartSessionTimeout)
 			key := trigger(t, s, "batch")
-			checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+			coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 				if len(lines(t, out)) == 0 {
 					return fmt.Errorf("the run has not started")
 				}
@@ -33,7 +33,7 @@ func TestRunSurvivesServerRestart(t *testing.T) {
 			})
 			srv.Restart(t)
 			var r Result
-			checkFor(t, 2*restartSessionTimeout, 100*time.Millisecond, func() error {
+			coordtest.WaitFor(t, 2*restartSessionTimeout, "condition", func() error {
 				got, ok, err := readResult(context.Background(), s, "batch", key)
 				if !ok {
 					return fmt.Errorf("no result (%v)", err)

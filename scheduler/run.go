@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/ctxsleep"
 )
 
 // replaceWait bounds how long a replace-policy run waits for the run it
@@ -106,22 +107,15 @@ type binding struct {
 func (sc *Scheduler) watchMaster(ctx context.Context, job, key string) error {
 	s := sc.sess
 	for {
-		var ok bool
-		var bch, rch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			ok, _, bch, err = s.ExistsW(ctx, BindingPath(job, key))
-			return err
-		})
+		var rch <-chan zk.Event
+		ok, _, bch, err := s.Retrying().ExistsW(ctx, BindingPath(job, key))
 		if err != nil {
 			return fmt.Errorf("scheduler: job %s run %s: watch master: %w", job, key, err)
 		}
 		if !ok {
 			return nil
 		}
-		err = s.Retry(ctx, func() (err error) {
-			ok, _, rch, err = s.ExistsW(ctx, ResultPath(job, key))
-			return err
-		})
+		ok, _, rch, err = s.Retrying().ExistsW(ctx, ResultPath(job, key))
 		if err != nil {
 			return fmt.Errorf("scheduler: job %s run %s: watch result: %w", job, key, err)
 		}
@@ -165,25 +159,17 @@ func (sc *Scheduler) master(ctx context.Context, p *plan, key string, scheduled 
 		return Result{}, sc.masterErr(runCtx, err)
 	}
 	base := Result{Version: 1, Job: job, RunKey: key, Scheduled: scheduled, Host: sc.host, Attempt: a.Attempts}
-	if a.Attempts == 0 {
-		if late := sc.now().Sub(scheduled); missedOnly || (!isManual(key) && late > p.lateLimit()) {
-			base.Status = Missed
-			base.Error = fmt.Sprintf("not started within %v of its scheduled time (%v late)", p.lateLimit(), late.Round(time.Second))
-			if missedOnly {
-				base.Error = "missed while no scheduler was up; only the latest missed run is started"
-			}
-			return sc.publish(runCtx, p, base, aver)
-		}
+	v := decideStart(p, key, scheduled, sc.now(), missedOnly, a)
+	if v.takeover {
+		sc.metrics.takeovers.WithLabelValues(job).Inc()
+	}
+	switch {
+	case v.status != "":
+		base.Status, base.Error = v.status, v.err
+		return sc.publish(runCtx, p, base, aver)
+	case v.policy:
 		if r, done, err := sc.applyPolicy(runCtx, p, key, base, aver); done || err != nil {
 			return r, err
-		}
-	} else {
-		// An attempt was started and never ended: its master died.
-		sc.metrics.takeovers.WithLabelValues(job).Inc()
-		if a.Attempts-a.Failures >= 1+MaxTakeovers {
-			base.Status = Abandoned
-			base.Error = fmt.Sprintf("its master died %d times", a.Attempts-a.Failures)
-			return sc.publish(runCtx, p, base, aver)
 		}
 	}
 	stopWatch := sc.watchCancel(runCtx, cancel, job, key)
@@ -219,7 +205,8 @@ func (sc *Scheduler) master(ctx context.Context, p *plan, key string, scheduled 
 		if o.err != nil {
 			r.Error = o.err.Error()
 		}
-		if o.status == Succeeded || o.status == Replaced || a.Failures >= p.Retries {
+		publish, wait := decideAfterAttempt(p, o.status, a.Failures)
+		if publish {
 			log.Info("run ended", "status", r.Status, "attempt", r.Attempt)
 			return sc.publish(runCtx, p, r, aver)
 		}
@@ -229,7 +216,6 @@ func (sc *Scheduler) master(ctx context.Context, p *plan, key string, scheduled 
 		if aver, err = sc.writeAttempts(runCtx, job, key, a, aver); err != nil {
 			return Result{}, sc.masterErr(runCtx, err)
 		}
-		wait := p.RetryBackoff.D() << min(a.Failures-1, 16)
 		log.Warn("attempt failed; retrying", "attempt", a.Attempts, "status", o.status, "err", o.err, "backoff", wait)
 		t := time.NewTimer(wait)
 		select {
@@ -249,6 +235,51 @@ func (sc *Scheduler) master(ctx context.Context, p *plan, key string, scheduled 
 	}
 }
 
+// startVerdict is what the master of a run does before its first attempt
+// of this mastership (decideStart).
+type startVerdict struct {
+	// status, when set (Missed, Abandoned), is published at once with err.
+	status Status
+	err    string
+	// policy: the run was never attempted; apply the job's concurrency
+	// policy before running it.
+	policy bool
+	// takeover: an attempt was started and never ended, its master died.
+	takeover bool
+}
+
+// decideStart is the decision part of master's start: from the attempts
+// stored for the run (a), whether it is missed (first attempt later than
+// the job allows, or a missed run started only to be recorded), abandoned
+// (its masters died MaxTakeovers times past the first), or to be run.
+// It reads nothing and writes nothing.
+func decideStart(p *plan, key string, scheduled, now time.Time, missedOnly bool, a attempts) startVerdict {
+	if a.Attempts > 0 {
+		if died := a.Attempts - a.Failures; died >= 1+MaxTakeovers {
+			return startVerdict{status: Abandoned, err: fmt.Sprintf("its master died %d times", died), takeover: true}
+		}
+		return startVerdict{takeover: true}
+	}
+	switch late := now.Sub(scheduled); {
+	case missedOnly:
+		return startVerdict{status: Missed, err: "missed while no scheduler was up; only the latest missed run is started"}
+	case !isManual(key) && late > p.lateLimit():
+		return startVerdict{status: Missed, err: fmt.Sprintf("not started within %v of its scheduled time (%v late)", p.lateLimit(), late.Round(time.Second))}
+	}
+	return startVerdict{policy: true}
+}
+
+// decideAfterAttempt is the decision part of master's loop: after an
+// attempt that ended with status, failures being the attempts that failed
+// before it, whether the run ends (publish its result) or is retried
+// after backoff, which doubles from the job's retryBackoff.
+func decideAfterAttempt(p *plan, status Status, failures int) (publish bool, backoff time.Duration) {
+	if status == Succeeded || status == Replaced || failures >= p.Retries {
+		return true, 0
+	}
+	return false, p.RetryBackoff.D() << min(failures, 16)
+}
+
 func isManual(key string) bool { return strings.HasPrefix(key, ManualPrefix) }
 
 // masterErr maps a failure during mastership: after a lost session it is
@@ -262,12 +293,7 @@ func (sc *Scheduler) masterErr(runCtx context.Context, err error) error {
 
 func (sc *Scheduler) readAttempts(ctx context.Context, job, key string) (attempts, int32, error) {
 	s := sc.sess
-	var data []byte
-	var st *zk.Stat
-	err := s.Retry(ctx, func() (err error) {
-		data, st, err = s.Get(ctx, attemptsPath(job, key))
-		return err
-	})
+	data, st, err := s.Retrying().Get(ctx, attemptsPath(job, key))
 	if errors.Is(err, zk.ErrNoNode) {
 		return attempts{Version: 1}, -1, nil
 	}
@@ -394,7 +420,7 @@ func (sc *Scheduler) watchCancel(ctx context.Context, cancel context.CancelCause
 				return
 			}
 			if err != nil {
-				if sc.sleep(wctx, time.Second) != nil {
+				if ctxsleep.Sleep(wctx, time.Second) != nil {
 					return
 				}
 				continue
@@ -460,11 +486,7 @@ func (sc *Scheduler) activeRuns(ctx context.Context, job, key string, scheduled 
 		if r.RunKey == key || !r.Running || r.Result != nil {
 			continue
 		}
-		var data []byte
-		err := sc.sess.Retry(ctx, func() (err error) {
-			data, _, err = sc.sess.Get(ctx, BindingPath(job, r.RunKey))
-			return err
-		})
+		data, _, err := sc.sess.Retrying().Get(ctx, BindingPath(job, r.RunKey))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // it just ended
 		}
@@ -489,20 +511,9 @@ func (sc *Scheduler) logPath(job, key string) string {
 
 func (sc *Scheduler) awaitConnected(ctx context.Context) error {
 	for !sc.sess.State().Connected() {
-		if err := sc.sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := ctxsleep.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func (sc *Scheduler) sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

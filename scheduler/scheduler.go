@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/ctxsleep"
 )
 
 // Defaults of Options.
@@ -323,12 +324,7 @@ func (sc *Scheduler) readStored(ctx context.Context, kick chan struct{}) (stored
 		}()
 	}
 	children := func(path string) ([]string, error) {
-		var names []string
-		var ch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			names, _, ch, err = s.ChildrenW(ctx, path)
-			return err
-		})
+		names, _, ch, err := s.Retrying().ChildrenW(ctx, path)
 		if err != nil {
 			return nil, err
 		}
@@ -339,14 +335,11 @@ func (sc *Scheduler) readStored(ctx context.Context, kick chan struct{}) (stored
 	// was deleted meanwhile.
 	read := func(path string, watch bool) (n storedNode, ok bool, err error) {
 		var ch <-chan zk.Event
-		err = s.Retry(ctx, func() (err error) {
-			if watch {
-				n.data, _, ch, err = s.GetW(ctx, path)
-			} else {
-				n.data, _, err = s.Get(ctx, path)
-			}
-			return err
-		})
+		if watch {
+			n.data, _, ch, err = s.Retrying().GetW(ctx, path)
+		} else {
+			n.data, _, err = s.Retrying().Get(ctx, path)
+		}
 		if err == nil {
 			if watch {
 				forward(ch)
@@ -531,13 +524,13 @@ func (sc *Scheduler) loop(lctx, runCtx context.Context, p *plan) {
 		if next.IsZero() {
 			return
 		}
-		if sc.sleep(lctx, next.Sub(sc.now())) != nil {
+		if ctxsleep.Sleep(lctx, next.Sub(sc.now())) != nil {
 			return
 		}
 		// The timer may fire a little early on some clocks: wait for the
 		// scheduled time itself.
 		for sc.now().Before(next) {
-			if sc.sleep(lctx, next.Sub(sc.now())+time.Millisecond) != nil {
+			if ctxsleep.Sleep(lctx, next.Sub(sc.now())+time.Millisecond) != nil {
 				return
 			}
 		}
@@ -630,12 +623,7 @@ func (sc *Scheduler) catchUp(ctx, runCtx context.Context, p *plan) {
 }
 
 func (sc *Scheduler) readMarker(ctx context.Context, job string) (marker, int32, error) {
-	var data []byte
-	var st *zk.Stat
-	err := sc.sess.Retry(ctx, func() (err error) {
-		data, st, err = sc.sess.Get(ctx, RunsPath(job))
-		return err
-	})
+	data, st, err := sc.sess.Retrying().Get(ctx, RunsPath(job))
 	if errors.Is(err, zk.ErrNoNode) {
 		return marker{}, -1, nil
 	}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // appendJob is a job whose command appends "<run key> <attempt>" to file,
@@ -32,7 +34,7 @@ func TestExactlyOnceAcrossThreeSchedulers(t *testing.T) {
 			stops = append(stops, stop)
 		}
 		obs := dial(t, connect)
-		checkFor(t, 30*time.Second, 200*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error {
 			if n := len(finished(t, obs, "tick")); n < 5 {
 				return fmt.Errorf("%d runs finished, want 5", n)
 			}
@@ -129,7 +131,7 @@ func TestTimeoutKillsProcessTree(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkFor(t, 5*time.Second, 50*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 5*time.Second, "condition", func() error {
 			if err := syscall.Kill(pid, 0); err == nil {
 				return fmt.Errorf("background child %d of the timed-out command is alive", pid)
 			}
@@ -167,7 +169,7 @@ func TestConcurrencyPolicies(t *testing.T) {
 				case Replace:
 					want = Replaced
 				}
-				checkFor(t, 20*time.Second, 200*time.Millisecond, func() error {
+				coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 					if n, _ := count(want); n < 2 {
 						return fmt.Errorf("%d runs %s, want 2", n, want)
 					}
@@ -232,7 +234,7 @@ func TestMissedRuns(t *testing.T) {
 					startScheduler(t, conn, Options{Jobs: []Job{job}, Host: fmt.Sprintf("s%d", i)}, nil)
 				}
 				latest := p.RunKey(hour)
-				checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+				coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 					if n := len(finished(t, s, "hourly")); n < 3 {
 						return fmt.Errorf("%d runs settled, want 3", n)
 					}

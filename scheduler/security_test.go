@@ -61,7 +61,7 @@ func TestAttackPreCreatedJobs(t *testing.T) {
 			JobPath("tick"):                   "the --jobs file defines a job",
 			TriggersPath + "/tick@" + trigger: "world:anyone",
 		}
-		checkFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error {
 			got := sc.Refused()
 			for p, why := range want {
 				if !strings.Contains(got[p], why) {
@@ -71,7 +71,7 @@ func TestAttackPreCreatedJobs(t *testing.T) {
 			return nil
 		})
 		// The file job runs; the refused ones, scheduled as often, never.
-		checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error {
 			if n := len(lines(t, good)); n < 3 {
 				return fmt.Errorf("the file job ran %d times, want 3", n)
 			}
@@ -100,7 +100,7 @@ func TestAttackSecuredTree(t *testing.T) {
 		startScheduler(t, connect, Options{Jobs: []Job{appendJob("tick", "* * * * * *", out, "echo secret-output")}}, nil)
 		trusted := dial(t, connect)
 		var key string
-		checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 30*time.Second, "condition", func() error {
 			runs := finished(t, trusted, "tick")
 			if len(runs) == 0 {
 				return errors.New("no run finished")

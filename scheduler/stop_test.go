@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // countdownCtx cancels itself at its own n-th Done or Err call: a stop
@@ -50,7 +52,7 @@ func TestRunStopsCleanlyAtAnyPoint(t *testing.T) {
 		}
 		points = append(points, 80, 120, 200, 400)
 		for _, n := range points {
-			sc, err := New(s, Options{Jobs: jobs, Host: "stop", LogDir: t.TempDir(), Logger: testLogger(t), Resync: 10 * time.Millisecond})
+			sc, err := New(s, Options{Jobs: jobs, Host: "stop", LogDir: t.TempDir(), Logger: coordtest.Logger(t), Resync: 10 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -118,10 +118,7 @@ type marker struct {
 // readResult returns a run's result; found is false if it has none yet.
 func readResult(ctx context.Context, s *recipe.Session, job, key string) (r Result, found bool, err error) {
 	var data []byte
-	err = s.Retry(ctx, func() (err error) {
-		data, _, err = s.Get(ctx, ResultPath(job, key))
-		return err
-	})
+	data, _, err = s.Retrying().Get(ctx, ResultPath(job, key))
 	if errors.Is(err, zk.ErrNoNode) {
 		return Result{}, false, nil
 	}
@@ -137,11 +134,7 @@ func readResult(ctx context.Context, s *recipe.Session, job, key string) (r Resu
 // listRuns lists a job's run keys with their results (nil while running
 // or never run), oldest first by scheduled time.
 func listRuns(ctx context.Context, s *recipe.Session, job string) ([]RunInfo, error) {
-	var keys []string
-	err := s.Retry(ctx, func() (err error) {
-		keys, _, err = s.Children(ctx, RunsPath(job))
-		return err
-	})
+	keys, _, err := s.Retrying().Children(ctx, RunsPath(job))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestStaleMasterCannotPublish: once another master has bumped the
@@ -90,7 +91,7 @@ func TestHistoryLimit(t *testing.T) {
 		job := appendJob("h", "* * * * * *", out, "")
 		job.HistoryLimit = 2
 		_, stop := startScheduler(t, connect, Options{Jobs: []Job{job}, Host: "a", LogDir: logDir}, nil)
-		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 			if n := len(lines(t, out)); n < 5 {
 				return fmt.Errorf("%d runs, want 5", n)
 			}
@@ -121,7 +122,7 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 		if err := NewAdmin(s).StoreJob(ctx, job); err != nil {
 			t.Fatal(err)
 		}
-		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 			if n := len(finished(t, s, "stored")); n < 2 {
 				return fmt.Errorf("%d runs of the stored job, want 2", n)
 			}
@@ -132,7 +133,7 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 		}
 		pausedAt := time.Now()
 		key := trigger(t, s, "stored")
-		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 			if _, ok, err := readResult(ctx, s, "stored", key); !ok {
 				return fmt.Errorf("manual run of a paused job has no result (%v)", err)
 			}
@@ -147,7 +148,7 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 			t.Fatal(err)
 		}
 		resumedAt := time.Now()
-		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 20*time.Second, "condition", func() error {
 			for _, r := range finished(t, s, "stored") {
 				if r.Result.Status == Succeeded && r.Scheduled.After(resumedAt) {
 					return nil
@@ -195,7 +196,7 @@ func TestStoredJobNamedOtherwiseIsRefusedByAll(t *testing.T) {
 			t.Fatalf("Jobs = %+v, %v; want alias refused", jobs, err)
 		}
 		sc, _ := startScheduler(t, connect, Options{}, nil)
-		checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		coordtest.WaitFor(t, 20*time.Second, "the scheduler to refuse the alias", func() error {
 			if got := sc.Refused()[JobPath("alias")]; !strings.Contains(got, why) {
 				return fmt.Errorf("refusal of alias = %q, want it to say %q", got, why)
 			}

@@ -35,7 +35,7 @@ for arch in "${archs[@]}"; do
   (cd "$top" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -buildvcs=auto -trimpath \
     -o "$stage/shepherd" ./cmd/shepherd)
   cp "$top"/packaging/systemd/*.service "$stage/systemd/"
-  cp "$top"/packaging/etc/* "$stage/examples/"
+  cp "$top"/packaging/etc/* "$top"/examples/shepherd.yaml "$stage/examples/"
   cp -r "$top/docs" "$top/README.md" "$top/LICENSE" "$stage/"
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" \
     -C "$work" -czf "$out/$name.tar.gz" "$name"

@@ -4,14 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord"
+	"github.com/shepherd-dev/shepherd/internal/proc"
 )
 
 func coordCommand() *cli.Command {
@@ -24,7 +24,7 @@ Point any ZooKeeper client at it. --config reads either an Apache ZooKeeper zoo.
 (key=value) or a YAML file whose keys are this command's flag names; flags given on
 the command line override the file.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Usage: "zoo.cfg (Apache ZooKeeper format) or YAML file with these flag names"},
+			&cli.StringFlag{Name: proc.FlagConfig, Usage: "zoo.cfg (Apache ZooKeeper format) or YAML file (.yaml, .yml) with these flag names"},
 			&cli.StringFlag{Name: "listen", Value: def.Listen, Usage: "client address host:port"},
 			&cli.StringFlag{Name: "data-dir", Value: def.DataDir, Usage: "directory for snapshots (and the log unless --data-log-dir)"},
 			&cli.StringFlag{Name: "data-log-dir", Usage: "directory for the transaction log (put it on its own disk)"},
@@ -44,18 +44,34 @@ the command line override the file.`,
 			&cli.IntFlag{Name: "autopurge-snap-retain-count", Value: def.AutopurgeSnapRetainCount, Usage: "snapshots kept by autopurge (min 3)"},
 			&cli.DurationFlag{Name: "autopurge-interval", Usage: "how often old snapshots and logs are purged (0: never)"},
 		},
+		Before: coordConfigFile,
 		Action: runCoord,
 	}
 }
 
-// coordConfig builds the server config: defaults, then the file, then the
-// flags the user actually gave.
+// isZooCfg tells a zoo.cfg from a YAML config file by its name.
+func isZooCfg(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	return path != "" && ext != ".yaml" && ext != ".yml"
+}
+
+// coordConfigFile is coord's Before: a YAML --config sets the flags, as
+// for every command (internal/proc); a zoo.cfg is read by coordConfig.
+func coordConfigFile(c *cli.Context) error {
+	if isZooCfg(c.String(proc.FlagConfig)) {
+		return nil
+	}
+	return proc.Config(c)
+}
+
+// coordConfig builds the server config: defaults, then a zoo.cfg, then
+// the flags, given on the command line or by a YAML --config.
 func coordConfig(c *cli.Context) (coord.Config, error) {
 	cfg := coord.DefaultConfig()
-	if path := c.String("config"); path != "" {
+	if path := c.String(proc.FlagConfig); isZooCfg(path) {
 		var warnings []string
-		err := underSignals(c, "config", path, func(ctx context.Context) (err error) {
-			warnings, err = coord.LoadConfigFile(ctx, path, &cfg)
+		err := proc.UnderSignals(c, proc.FlagConfig, path, func(ctx context.Context) (err error) {
+			warnings, err = coord.LoadZooCfg(ctx, path, &cfg)
 			return err
 		})
 		if err != nil {
@@ -113,6 +129,9 @@ func runCoord(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// The admin endpoints are served by the process's one mux.
+	adminListen := cfg.AdminListen
+	cfg.AdminListen = ""
 	srv, err := coord.NewServer(cfg)
 	if err != nil {
 		return err
@@ -121,13 +140,32 @@ func runCoord(c *cli.Context) error {
 		srv.Close()
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := proc.SignalContext(c)
+	defer stop()
+	if adminListen != "" {
+		h := proc.NewHTTP()
+		serveCoordAdmin(h, srv)
+		hctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		addr, wait, err := h.Serve(hctx, adminListen, slog.Default())
+		if err != nil {
+			srv.Close()
+			return fmt.Errorf("coord: --admin-listen: %w", err)
+		}
+		defer wait()
+		srv.HandleAdmin(h.Mux, addr)
+	}
 	select {
-	case <-sig:
+	case <-ctx.Done():
 		slog.Info("shutting down")
 	case <-srv.Done():
 		return fmt.Errorf("coord: server stopped on its own; see the log above")
 	}
 	return srv.Close()
+}
+
+// serveCoordAdmin adds the server's metrics and health to h.
+func serveCoordAdmin(h *proc.HTTP, srv *coord.Server) {
+	h.AddGatherer(srv.Gatherer())
+	h.AddCheck("coord", srv.Healthy)
 }

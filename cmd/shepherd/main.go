@@ -11,10 +11,25 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/shepherd-dev/shepherd/internal/proc"
 )
 
 func main() {
-	app := &cli.App{
+	if err := newApp().Run(os.Args); err != nil {
+		var st *proc.Stopped
+		if errors.As(err, &st) {
+			slog.Info("stopped before starting", "reason", err.Error())
+			return
+		}
+		fmt.Fprintln(os.Stderr, "shepherd:", err)
+		os.Exit(1)
+	}
+}
+
+// newApp is the command line of the binary.
+func newApp() *cli.App {
+	return &cli.App{
 		Name:    "shepherd",
 		Usage:   "coordinator for MySQL binlog replication and distributed jobs",
 		Version: buildVersion(),
@@ -27,18 +42,10 @@ func main() {
 			coordCommand(),
 			benchCommand(),
 			ctlCommand(),
-			coreCommand(),
-			collectorCommand(),
-			schedulerCommand(),
+			roleCommand(coreRole()),
+			roleCommand(collectorRole()),
+			roleCommand(schedulerRole()),
+			upCommand(),
 		},
-	}
-	if err := app.Run(os.Args); err != nil {
-		var st *stopped
-		if errors.As(err, &st) {
-			slog.Info("stopped before starting", "reason", err.Error())
-			return
-		}
-		fmt.Fprintln(os.Stderr, "shepherd:", err)
-		os.Exit(1)
 	}
 }

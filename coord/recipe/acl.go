@@ -190,11 +190,7 @@ func (s *Session) CheckTrusted(ctx context.Context, base, p string) error {
 		return fmt.Errorf("recipe: check trust of %s: not below %s", p, base)
 	}
 	for q := p; ; q = path.Dir(q) {
-		var acl []zk.ACL
-		err := s.Retry(ctx, func() (err error) {
-			acl, _, err = s.GetACL(ctx, q)
-			return err
-		})
+		acl, _, err := s.Retrying().GetACL(ctx, q)
 		if err != nil {
 			return fmt.Errorf("recipe: check trust of %s: %w", p, err)
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 func TestParseCredential(t *testing.T) {
@@ -104,9 +106,9 @@ func TestParseReadACL(t *testing.T) {
 // or could rewrite, including one it created with an explicit ACL naming
 // the trusted identity, are refused, unless InsecureOpenACL.
 func TestCheckTrusted(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
-		chroot := tg.addr + testPath(t)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
+		chroot := tg.Addr + testPath(t)
 		// The anonymous session comes first: it creates the chroot with
 		// ZooKeeper's default open ACL, as the root of a fresh ensemble is.
 		anon := dial(t, chroot, Options{})

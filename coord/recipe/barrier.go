@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // ErrBadBarrier reports a barrier node whose data is not its size, a
@@ -53,16 +55,12 @@ func CreateBarrier(ctx context.Context, s *Session, path string, n int) error {
 // names the participant's node: unique among the participants, e.g. a
 // host name.
 func NewBarrier(s *Session, path, member string) *Barrier {
-	return &Barrier{s: s, path: path, member: member, node: joinPath(path, member)}
+	return &Barrier{s: s, path: path, member: member, node: zpath.Join(path, member)}
 }
 
 // Size reads the barrier's size from its node.
 func (b *Barrier) Size(ctx context.Context) (int, error) {
-	var data []byte
-	err := b.s.Retry(ctx, func() (err error) {
-		data, _, err = b.s.Get(ctx, b.path)
-		return err
-	})
+	data, _, err := b.s.Retrying().Get(ctx, b.path)
 	if err != nil {
 		return 0, fmt.Errorf("recipe: barrier %s: %w", b.path, err)
 	}
@@ -108,12 +106,7 @@ func (b *Barrier) Wait(ctx context.Context) error {
 func (b *Barrier) await(ctx context.Context, n int, genDone <-chan struct{}) error {
 	s := b.s
 	for {
-		var names []string
-		var ch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			names, _, ch, err = s.ChildrenW(ctx, b.path)
-			return err
-		})
+		names, _, ch, err := s.Retrying().ChildrenW(ctx, b.path)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // doubleBarrierReady is the child whose creation opens a DoubleBarrier.
@@ -39,7 +41,7 @@ type DoubleBarrier struct {
 // participants at path (a persistent node created on first use). member
 // names the participant's node: unique among participants, not "ready".
 func NewDoubleBarrier(s *Session, path string, n int, member string) *DoubleBarrier {
-	return &DoubleBarrier{s: s, path: path, n: n, member: member, node: joinPath(path, member)}
+	return &DoubleBarrier{s: s, path: path, n: n, member: member, node: zpath.Join(path, member)}
 }
 
 func (b *DoubleBarrier) check() error {
@@ -85,14 +87,9 @@ func (b *DoubleBarrier) Enter(ctx context.Context) error {
 // are all there.
 func (b *DoubleBarrier) awaitReady(ctx context.Context, genDone <-chan struct{}) error {
 	s := b.s
-	ready := joinPath(b.path, doubleBarrierReady)
+	ready := zpath.Join(b.path, doubleBarrierReady)
 	for {
-		var ok bool
-		var ch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			ok, _, ch, err = s.ExistsW(ctx, ready)
-			return err
-		})
+		ok, _, ch, err := s.Retrying().ExistsW(ctx, ready)
 		if err != nil || ok {
 			return err
 		}
@@ -124,11 +121,7 @@ func (b *DoubleBarrier) awaitReady(ctx context.Context, genDone <-chan struct{})
 
 // members returns the names of the participants' nodes, sorted.
 func (b *DoubleBarrier) members(ctx context.Context) ([]string, error) {
-	var names []string
-	err := b.s.Retry(ctx, func() (err error) {
-		names, _, err = b.s.Children(ctx, b.path)
-		return err
-	})
+	names, _, err := b.s.Retrying().Children(ctx, b.path)
 	if err != nil {
 		return nil, err
 	}
@@ -176,10 +169,7 @@ func (b *DoubleBarrier) leave(ctx context.Context) error {
 		var ch <-chan zk.Event
 		// A get, not an exists: an exists on a node gone meanwhile would
 		// leave a watch for its creation behind.
-		err = s.Retry(ctx, func() (err error) {
-			_, _, ch, err = s.GetW(ctx, joinPath(b.path, watch))
-			return err
-		})
+		_, _, ch, err = s.Retrying().GetW(ctx, zpath.Join(b.path, watch))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -195,7 +185,7 @@ func (b *DoubleBarrier) leave(ctx context.Context) error {
 			return ErrClosed
 		}
 	}
-	err := s.Retry(ctx, func() error { return s.Delete(ctx, joinPath(b.path, doubleBarrierReady), -1) })
+	err := s.Retry(ctx, func() error { return s.Delete(ctx, zpath.Join(b.path, doubleBarrierReady), -1) })
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return err
 	}

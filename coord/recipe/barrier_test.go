@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // asyncErr runs fn and returns the channel of its result.
@@ -23,7 +25,7 @@ func asyncErr(fn func() error) <-chan error {
 func waitNodes(t testing.TB, s *Session, dir string, want ...string) {
 	t.Helper()
 	slices.Sort(want)
-	waitFor(t, 10*time.Second, fmt.Sprintf("children %v of %s", want, dir), func() error {
+	coordtest.WaitFor(t, 10*time.Second, fmt.Sprintf("children %v of %s", want, dir), func() error {
 		kids, _, err := s.Children(context.Background(), dir)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
@@ -37,10 +39,10 @@ func waitNodes(t testing.TB, s *Session, dir string, want ...string) {
 }
 
 func TestBarrier(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t) + "/queue_barrier"
-		admin := dial(t, tg.addr, Options{})
+		admin := dial(t, tg.Addr, Options{})
 		if err := CreateBarrier(ctx, admin, p, 3); err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +51,7 @@ func TestBarrier(t *testing.T) {
 		}
 		var bs []*Barrier
 		for _, host := range []string{"192.168.0.1", "192.168.0.2", "192.168.0.3", "192.168.0.4"} {
-			bs = append(bs, NewBarrier(dial(t, tg.addr, Options{}), p, host))
+			bs = append(bs, NewBarrier(dial(t, tg.Addr, Options{}), p, host))
 		}
 		if n, err := bs[0].Size(ctx); err != nil || n != 3 {
 			t.Fatalf("Size = %d, %v; want 3", n, err)
@@ -81,10 +83,10 @@ func TestBarrier(t *testing.T) {
 }
 
 func TestBarrierErrors(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		s := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		if err := CreateBarrier(ctx, s, p, 0); !errors.Is(err, ErrBadBarrier) {
 			t.Errorf("CreateBarrier of size 0: %v, want ErrBadBarrier", err)
 		}
@@ -121,22 +123,22 @@ func TestBarrierErrors(t *testing.T) {
 // it waits registers again, and the barrier opens with it counted.
 func TestBarrierRejoinsAfterExpiry(t *testing.T) {
 	t.Parallel() // waits out session expiries
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		admin := dial(t, tg.addr, Options{})
+		admin := dial(t, tg.Addr, Options{})
 		if err := CreateBarrier(ctx, admin, p, 2); err != nil {
 			t.Fatal(err)
 		}
-		sa := dial(t, tg.addr, Options{})
+		sa := dial(t, tg.Addr, Options{})
 		a := asyncErr(func() error { return NewBarrier(sa, p, "a").Wait(ctx) })
 		waitNodes(t, admin, p, "a")
 		_, st, err := admin.Get(ctx, p+"/a")
 		if err != nil {
 			t.Fatal(err)
 		}
-		expireSession(t, sa, tg.addr)
-		waitFor(t, 10*time.Second, "a to register again", func() error {
+		expireSession(t, sa, tg.Addr)
+		coordtest.WaitFor(t, 10*time.Second, "a to register again", func() error {
 			_, st2, err := admin.Get(ctx, p+"/a")
 			if err != nil {
 				return err
@@ -146,7 +148,7 @@ func TestBarrierRejoinsAfterExpiry(t *testing.T) {
 			}
 			return nil
 		})
-		if err := NewBarrier(dial(t, tg.addr, Options{}), p, "b").Wait(ctx); err != nil {
+		if err := NewBarrier(dial(t, tg.Addr, Options{}), p, "b").Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := recv(t, a, "a's Wait"); err != nil {
@@ -156,14 +158,14 @@ func TestBarrierRejoinsAfterExpiry(t *testing.T) {
 }
 
 func TestDoubleBarrier(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		admin := dial(t, tg.addr, Options{})
+		admin := dial(t, tg.Addr, Options{})
 		const n = 3
 		var bs []*DoubleBarrier
 		for i := range n {
-			bs = append(bs, NewDoubleBarrier(dial(t, tg.addr, Options{}), p, n, fmt.Sprint("worker-", i)))
+			bs = append(bs, NewDoubleBarrier(dial(t, tg.Addr, Options{}), p, n, fmt.Sprint("worker-", i)))
 		}
 		for round := range 2 {
 			// Enter: nobody passes until the last has come.
@@ -188,7 +190,7 @@ func TestDoubleBarrier(t *testing.T) {
 			for i := range n - 1 {
 				left = append(left, asyncErr(func() error { return bs[i].Leave(ctx) }))
 			}
-			waitFor(t, 10*time.Second, "the first participants to be leaving", func() error {
+			coordtest.WaitFor(t, 10*time.Second, "the first participants to be leaving", func() error {
 				kids, _, err := admin.Children(ctx, p)
 				if err != nil {
 					return err
@@ -216,15 +218,15 @@ func TestDoubleBarrier(t *testing.T) {
 
 // TestDoubleBarrierMany: many participants enter and leave at once.
 func TestDoubleBarrierMany(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
 		const n = 6
 		var mu sync.Mutex
 		var events []string
 		var wg sync.WaitGroup
 		for i := range n {
-			b := NewDoubleBarrier(dial(t, tg.addr, Options{}), p, n, fmt.Sprint("w", i))
+			b := NewDoubleBarrier(dial(t, tg.Addr, Options{}), p, n, fmt.Sprint("w", i))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -260,14 +262,14 @@ func TestDoubleBarrierMany(t *testing.T) {
 				t.Fatalf("event %d %q before all had arrived: %v", i, ev, events)
 			}
 		}
-		waitNodes(t, dial(t, tg.addr, Options{}), p)
+		waitNodes(t, dial(t, tg.Addr, Options{}), p)
 	})
 }
 
 func TestDoubleBarrierErrors(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 10*time.Second)
-		s := dial(t, tg.addr, Options{})
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 10*time.Second)
+		s := dial(t, tg.Addr, Options{})
 		p := testPath(t)
 		for _, b := range []*DoubleBarrier{
 			NewDoubleBarrier(s, p, 0, "w"),
@@ -290,21 +292,21 @@ func TestDoubleBarrierErrors(t *testing.T) {
 // expires while it waits to enter enters again on its new session.
 func TestDoubleBarrierReentersAfterExpiry(t *testing.T) {
 	t.Parallel() // waits out session expiries
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		admin := dial(t, tg.addr, Options{})
-		sa := dial(t, tg.addr, Options{})
+		admin := dial(t, tg.Addr, Options{})
+		sa := dial(t, tg.Addr, Options{})
 		a := NewDoubleBarrier(sa, p, 2, "a")
-		b := NewDoubleBarrier(dial(t, tg.addr, Options{}), p, 2, "b")
+		b := NewDoubleBarrier(dial(t, tg.Addr, Options{}), p, 2, "b")
 		entered := asyncErr(func() error { return a.Enter(ctx) })
 		waitNodes(t, admin, p, "a")
 		_, st, err := admin.Get(ctx, p+"/a")
 		if err != nil {
 			t.Fatal(err)
 		}
-		expireSession(t, sa, tg.addr)
-		waitFor(t, 10*time.Second, "a to enter again", func() error {
+		expireSession(t, sa, tg.Addr)
+		coordtest.WaitFor(t, 10*time.Second, "a to enter again", func() error {
 			_, st2, err := admin.Get(ctx, p+"/a")
 			if err != nil {
 				return err

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // BenchmarkMutexHandoff has n contenders, each with its own session,
@@ -21,15 +23,15 @@ import (
 func BenchmarkMutexHandoff(b *testing.B) {
 	for _, tg := range targets {
 		for _, n := range []int{2, 16, 128} {
-			b.Run(fmt.Sprintf("%s/%d", tg.name, n), func(b *testing.B) {
-				tg.require(b)
+			b.Run(fmt.Sprintf("%s/%d", tg.Name, n), func(b *testing.B) {
+				tg.Require(b)
 				benchHandoff(b, tg, n)
 			})
 		}
 	}
 }
 
-func benchHandoff(b *testing.B, tg *target, n int) {
+func benchHandoff(b *testing.B, tg *coordtest.Target, n int) {
 	p := testPath(b)
 	sessions := make([]*Session, n)
 	var dials sync.WaitGroup
@@ -37,7 +39,7 @@ func benchHandoff(b *testing.B, tg *target, n int) {
 		dials.Add(1)
 		go func() {
 			defer dials.Done()
-			sessions[i] = dial(b, tg.addr, Options{Logger: slog.New(slog.DiscardHandler)})
+			sessions[i] = dial(b, tg.Addr, Options{Logger: slog.New(slog.DiscardHandler)})
 		}()
 	}
 	dials.Wait()
@@ -95,15 +97,15 @@ func benchHandoff(b *testing.B, tg *target, n int) {
 //	SHEPHERD_IT=1 go test -run '^$' -bench BenchmarkMutexTakeover -benchtime 5x ./coord/recipe/
 func BenchmarkMutexTakeover(b *testing.B) {
 	for _, tg := range targets {
-		b.Run(tg.name, func(b *testing.B) {
-			tg.require(b)
+		b.Run(tg.Name, func(b *testing.B) {
+			tg.Require(b)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			s := dial(b, tg.addr, Options{Logger: slog.New(slog.DiscardHandler)})
+			s := dial(b, tg.Addr, Options{Logger: slog.New(slog.DiscardHandler)})
 			var total time.Duration
 			for range b.N {
 				p := testPath(b)
-				cmd, l := startProcess(b, "mutex", tg.addr, p, "")
+				cmd, l := startProcess(b, "mutex", tg.Addr, p, "")
 				if l == "" {
 					b.Fatalf("holder process said nothing")
 				}

@@ -90,22 +90,3 @@ func (c chroot) fromServer(p string) string {
 	}
 	return p // a sibling sharing the prefix, e.g. /app2 under chroot /app
 }
-
-// splitPath returns the parent directory and last segment of a valid path
-// other than the root.
-func splitPath(p string) (dir, name string) {
-	i := strings.LastIndexByte(p, '/')
-	dir, name = p[:i], p[i+1:]
-	if dir == "" {
-		dir = "/"
-	}
-	return dir, name
-}
-
-// joinPath joins a directory and a child name.
-func joinPath(dir, name string) string {
-	if dir == "/" {
-		return "/" + name
-	}
-	return dir + "/" + name
-}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"github.com/go-zookeeper/zk"
 )
 
 // Errors of the election recipe.
@@ -314,12 +312,7 @@ func (e *Election) startTerm(ctx context.Context) (*term, error) {
 	t.mu.Lock()
 	t.suspended = !connected
 	t.mu.Unlock()
-	var ok bool
-	var st *zk.Stat
-	err := e.s.Retry(ctx, func() (err error) {
-		ok, st, err = e.s.Exists(ctx, t.node)
-		return err
-	})
+	ok, st, err := e.s.Retrying().Exists(ctx, t.node)
 	if err == nil && (!ok || t.isLost()) {
 		err = errTermLost
 	}
@@ -372,12 +365,7 @@ func (t *term) onState(st State) {
 // verify checks, after a reconnect, that the node is still there and
 // still the session's, and if so ends the suspension of epoch.
 func (t *term) verify(epoch int) {
-	var ok bool
-	var st *zk.Stat
-	err := t.s.Retry(t.ctx, func() (err error) {
-		ok, st, err = t.s.Exists(t.ctx, t.node)
-		return err
-	})
+	ok, st, err := t.s.Retrying().Exists(t.ctx, t.node)
 	if err != nil || !ok || st.EphemeralOwner != t.s.ID() {
 		// The node's watch (see holding) reports a deletion as a loss;
 		// another suspension starts another verification.

@@ -14,8 +14,8 @@ import (
 // is the --zk flag, e.g. "zk1:2181,zk2:2181,zk3:2181/shepherd".
 func exampleConnect(name string) string {
 	for _, tg := range targets {
-		if tg.missing == "" && tg.err == nil {
-			return fmt.Sprintf("%s/recipe-examples/%s-%d", tg.addr, name, pathSeq.Add(1))
+		if tg.Up() {
+			return fmt.Sprintf("%s/recipe-examples/%s-%d", tg.Addr, name, pathSeq.Add(1))
 		}
 	}
 	panic("recipe examples: no server to run on")

@@ -16,6 +16,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestElectionFaultHistory runs the lock fault plan (see runLockFaults)
@@ -25,7 +27,7 @@ import (
 // leader's session, which must learn of its loss before anyone else is
 // elected.
 func TestElectionFaultHistory(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
 		p := testPath(t)
 		runLockFaults(t, tg, lockModel(1), func(s *Session, client int, _ *rand.Rand) acquirer {
 			e := NewElection(s, p, fmt.Sprint("candidate-", client))
@@ -187,11 +189,11 @@ func fencedWrite(ctx context.Context, s *Session, node, resource string, token i
 // expire it, and by the time the old leader takes to read the server's
 // closing of its connection when its session is expired by force.
 func TestElectionFencing(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
 		const n = 3
 		p := testPath(t)
 		resource := p + "-resource"
-		admin := dial(t, tg.addr, Options{})
+		admin := dial(t, tg.Addr, Options{})
 		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 		defer cancel()
 		if _, err := admin.Create(ctx, resource, nil, zk.FlagPersistent, nil); err != nil {
@@ -206,7 +208,7 @@ func TestElectionFencing(t *testing.T) {
 		var zombies atomic.Int64
 		var wg sync.WaitGroup
 		for i := range n {
-			proxies[i] = newFaultProxy(t, tg.addr)
+			proxies[i] = newFaultProxy(t, tg.Addr)
 			sessions[i] = dial(t, proxies[i].Addr(), Options{SessionTimeout: faultTimeout})
 			elections[i] = NewElection(sessions[i], p, fmt.Sprint("candidate-", i))
 			s, e := sessions[i], elections[i]
@@ -283,7 +285,7 @@ func TestElectionFencing(t *testing.T) {
 			v := leader()
 			switch fault {
 			case "expire":
-				expireSession(t, sessions[v], tg.addr)
+				expireSession(t, sessions[v], tg.Addr)
 			case "depose":
 				if node := elections[v].Node(); node != "" {
 					if err := admin.Delete(ctx, node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -294,7 +296,7 @@ func TestElectionFencing(t *testing.T) {
 				proxies[v].Cut()
 			case "partition":
 				proxies[v].Stall()
-				waitFor(t, 5*faultTimeout, "another candidate to lead", func() error {
+				coordtest.WaitFor(t, 5*faultTimeout, "another candidate to lead", func() error {
 					if w := leader(); w == v {
 						return fmt.Errorf("candidate %d, partitioned, still leads", v)
 					}
@@ -336,15 +338,15 @@ func TestElectionFencing(t *testing.T) {
 // dead leader's session, within the session timeout (plus the server's
 // tick granularity and a notification), with a larger token.
 func TestElectionLeaderKilled(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 60*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 60*time.Second)
 		p := testPath(t)
-		cmd, l := startProcess(t, "candidate", tg.addr, p, "doomed")
+		cmd, l := startProcess(t, "candidate", tg.Addr, p, "doomed")
 		dead, err := strconv.ParseInt(strings.TrimPrefix(l, "leader "), 10, 64)
 		if !strings.HasPrefix(l, "leader ") || err != nil {
 			t.Fatalf("candidate process said %q, want leader <token>", l)
 		}
-		s := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		e := NewElection(s, p, "survivor")
 		if id, err := e.Leader(ctx); err != nil || id != "doomed" {
 			t.Fatalf("Leader() = %q, %v; want the process's id", id, err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -27,16 +28,16 @@ func kazooCandidate(t *testing.T, hosts string) *linePeer {
 // a kazoo process killed with SIGKILL, a Go session expired — the other
 // takes over within the session timeout.
 func TestElectionKazooInterop(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 60*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 60*time.Second)
 		p := testPath(t)
-		s := dial(t, tg.addr, Options{SessionTimeout: faultTimeout})
+		s := dial(t, tg.Addr, Options{SessionTimeout: faultTimeout})
 		g := NewElection(s, p, "go-candidate")
 		if err := g.Campaign(ctx); err != nil {
 			t.Fatal(err)
 		}
 
-		py := kazooCandidate(t, tg.addr)
+		py := kazooCandidate(t, tg.Addr)
 		py.send("elect %s py-candidate", p)
 		waitChildren(t, s, p, 2)
 		py.quiet("the Go candidate leads")
@@ -74,11 +75,11 @@ func TestElectionKazooInterop(t *testing.T) {
 
 		// A new kazoo candidate queues behind Go; Go's session expires:
 		// kazoo takes over, then resigns cleanly.
-		py2 := kazooCandidate(t, tg.addr)
+		py2 := kazooCandidate(t, tg.Addr)
 		py2.send("elect %s py-2", p)
 		waitChildren(t, s, p, 2)
 		py2.quiet("the Go candidate leads")
-		expireSession(t, s, tg.addr)
+		expireSession(t, s, tg.Addr)
 		py2.expect("elected", 10*time.Second)
 		if g.IsLeader() {
 			t.Error("Go says it leads after its session expired")

@@ -6,16 +6,14 @@ import (
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // leaderNode returns the name of the first candidate's node, or
 // ErrNoLeader.
 func (e *Election) leaderNode(ctx context.Context) (string, error) {
-	var names []string
-	err := e.s.Retry(ctx, func() (err error) {
-		names, _, err = e.s.Children(ctx, e.path)
-		return err
-	})
+	names, _, err := e.s.Retrying().Children(ctx, e.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", ErrNoLeader
 	}
@@ -39,10 +37,7 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("recipe: leader of %s: %w", e.path, err)
 		}
 		var data []byte
-		err = e.s.Retry(ctx, func() (err error) {
-			data, _, err = e.s.Get(ctx, joinPath(e.path, name))
-			return err
-		})
+		data, _, err = e.s.Retrying().Get(ctx, zpath.Join(e.path, name))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // it left as we looked: ask again
 		}
@@ -124,7 +119,7 @@ func (e *Election) readLeader(ctx context.Context) (string, <-chan zk.Event, err
 		// A candidate came meanwhile; the children watch fires once more
 		// later, costing one more read.
 	}
-	data, _, ch, err := e.s.GetW(ctx, joinPath(e.path, cs[0].name))
+	data, _, ch, err := e.s.GetW(ctx, zpath.Join(e.path, cs[0].name))
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", firedWatch, nil
 	}

@@ -6,22 +6,24 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestElectionNodePrefix: candidates named <prefix><seq> elect by
 // sequence, whatever the host names say, and the leader's data is its id.
 func TestElectionNodePrefix(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
 		// zz- queues first: by name it would come last.
-		first := NewElection(dial(t, tg.addr, Options{}), p, "id-zz", WithElectionNodePrefix("zz-"))
-		second := NewElection(dial(t, tg.addr, Options{}), p, "id-aa", WithElectionNodePrefix("aa-"))
+		first := NewElection(dial(t, tg.Addr, Options{}), p, "id-zz", WithElectionNodePrefix("zz-"))
+		second := NewElection(dial(t, tg.Addr, Options{}), p, "id-aa", WithElectionNodePrefix("aa-"))
 		if err := first.Campaign(ctx); err != nil {
 			t.Fatal(err)
 		}
 		secondDone := campaignAsync(ctx, second)
-		observer := dial(t, tg.addr, Options{})
+		observer := dial(t, tg.Addr, Options{})
 		names := waitChildren(t, observer, p, 2) // in queue order
 		shape := regexp.MustCompile(`^(aa|zz)-\d{10}$`)
 		for _, n := range names {
@@ -53,17 +55,17 @@ func TestElectionNodePrefix(t *testing.T) {
 // alone a node of another session with the same prefix.
 func TestElectionNodePrefixAfterLostReply(t *testing.T) {
 	t.Parallel() // waits out a reconnection
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
 		// Another process on the same host leads with the same prefix.
-		other := NewElection(dial(t, tg.addr, Options{}), p, "other", WithElectionNodePrefix("host1-"))
+		other := NewElection(dial(t, tg.Addr, Options{}), p, "other", WithElectionNodePrefix("host1-"))
 		if err := other.Campaign(ctx); err != nil {
 			t.Fatal(err)
 		}
-		proxy := newFaultProxy(t, tg.addr)
+		proxy := newFaultProxy(t, tg.Addr)
 		e := NewElection(dial(t, proxy.Addr(), Options{SessionTimeout: 4 * time.Second}), p, "mine", WithElectionNodePrefix("host1-"))
-		observer := dial(t, tg.addr, Options{})
+		observer := dial(t, tg.Addr, Options{})
 
 		proxy.StallReplies()
 		done := campaignAsync(ctx, e)
@@ -73,7 +75,7 @@ func TestElectionNodePrefixAfterLostReply(t *testing.T) {
 
 		// Were the cut-off create not recovered, a retry would queue a
 		// third node; were it recovered by name, it would adopt other's.
-		waitFor(t, 5*time.Second, "the candidate to settle behind the leader", func() error {
+		coordtest.WaitFor(t, 5*time.Second, "the candidate to settle behind the leader", func() error {
 			kids, _, err := observer.Children(ctx, p)
 			if err != nil {
 				return err
@@ -109,12 +111,12 @@ func TestElectionNodePrefixAfterLostReply(t *testing.T) {
 // leader resigns the next try wins with a larger token. Serve runs the
 // leader's function until it returns.
 func TestElectionTryCampaign(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		a := NewElection(dial(t, tg.addr, Options{}), p, "a", WithElectionNodePrefix("a-"))
-		b := NewElection(dial(t, tg.addr, Options{}), p, "b", WithElectionNodePrefix("b-"))
-		observer := dial(t, tg.addr, Options{})
+		a := NewElection(dial(t, tg.Addr, Options{}), p, "a", WithElectionNodePrefix("a-"))
+		b := NewElection(dial(t, tg.Addr, Options{}), p, "b", WithElectionNodePrefix("b-"))
+		observer := dial(t, tg.Addr, Options{})
 
 		if ok, err := a.TryCampaign(ctx); err != nil || !ok {
 			t.Fatalf("first TryCampaign = %v, %v; want true", ok, err)

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // campaignAsync starts e.Campaign and returns the channel of its result.
@@ -38,12 +41,12 @@ func expectLeader(t testing.TB, ch <-chan string, want string) {
 }
 
 func TestElectionLatch(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		sa, sb := dial(t, tg.addr, Options{}), dial(t, tg.addr, Options{})
+		sa, sb := dial(t, tg.Addr, Options{}), dial(t, tg.Addr, Options{})
 		a, b := NewElection(sa, p, "host-a"), NewElection(sb, p, "host-b")
-		obs := NewElection(dial(t, tg.addr, Options{}), p, "")
+		obs := NewElection(dial(t, tg.Addr, Options{}), p, "")
 
 		if _, err := obs.Leader(ctx); !errors.Is(err, ErrNoLeader) {
 			t.Fatalf("Leader of an empty election: %v, want ErrNoLeader", err)
@@ -136,21 +139,21 @@ func TestElectionLatch(t *testing.T) {
 // TestElectionHerdFree: a leader's departure wakes exactly one waiting
 // candidate, and Observe wakes only on a change of leader.
 func TestElectionHerdFree(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
 		const n = 5
 		var sessions []*Session
 		var es []*Election
 		for i := range n {
-			s := dial(t, tg.addr, Options{})
+			s := dial(t, tg.Addr, Options{})
 			sessions = append(sessions, s)
 			es = append(es, NewElection(s, p, fmt.Sprint("c", i)))
 		}
 		if err := es[0].Campaign(ctx); err != nil {
 			t.Fatal(err)
 		}
-		so := dial(t, tg.addr, Options{})
+		so := dial(t, tg.Addr, Options{})
 		leaders := NewElection(so, p, "").Observe(ctx)
 		expectLeader(t, leaders, "c0")
 		done := make([]<-chan error, n)
@@ -192,10 +195,10 @@ func TestElectionHerdFree(t *testing.T) {
 // it leads at once, and says so again — same term, same token — once the
 // session is back and its node verified.
 func TestElectionSuspended(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		proxy := newFaultProxy(t, tg.addr)
+		proxy := newFaultProxy(t, tg.Addr)
 		s := dial(t, proxy.Addr(), Options{SessionTimeout: 4 * time.Second})
 		e := NewElection(s, p, "leader")
 		if err := e.Campaign(ctx); err != nil {
@@ -204,7 +207,7 @@ func TestElectionSuspended(t *testing.T) {
 		tok := e.Token()
 		proxy.Stall() // the reconnection hangs until Release
 		proxy.Cut()
-		waitFor(t, 5*time.Second, "IsLeader false while suspended", func() error {
+		coordtest.WaitFor(t, 5*time.Second, "IsLeader false while suspended", func() error {
 			if e.IsLeader() {
 				return errors.New("still says it leads")
 			}
@@ -238,10 +241,10 @@ func TestElectionSuspended(t *testing.T) {
 // campaign again on its new session.
 func TestElectionLostOnExpiry(t *testing.T) {
 	t.Parallel() // waits out session expiries
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		sa, sb := dial(t, tg.addr, Options{}), dial(t, tg.addr, Options{})
+		sa, sb := dial(t, tg.Addr, Options{}), dial(t, tg.Addr, Options{})
 		a, b := NewElection(sa, p, "a"), NewElection(sb, p, "b")
 		if err := a.Campaign(ctx); err != nil {
 			t.Fatal(err)
@@ -249,7 +252,7 @@ func TestElectionLostOnExpiry(t *testing.T) {
 		tokA := a.Token()
 		bDone := campaignAsync(ctx, b)
 		waitChildren(t, sb, p, 2)
-		expireSession(t, sa, tg.addr)
+		expireSession(t, sa, tg.Addr)
 		select {
 		case <-a.Lost():
 		case <-time.After(10 * time.Second):
@@ -309,7 +312,7 @@ func selectorAsync(ctx context.Context, s *Session, p, id string, calls chan<- l
 // firstCandidate returns the path of the first of two candidates' nodes at p.
 func firstCandidate(t testing.TB, s *Session, p string) string {
 	t.Helper()
-	return joinPath(p, waitChildren(t, s, p, 2)[0])
+	return zpath.Join(p, waitChildren(t, s, p, 2)[0])
 }
 
 func nextLead(t testing.TB, calls <-chan leadCall, what string) leadCall {
@@ -345,12 +348,12 @@ func (c leadCall) cancelled(t testing.TB, d time.Duration) error {
 }
 
 func TestSelector(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 60*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 60*time.Second)
 		p := testPath(t)
-		proxyA := newFaultProxy(t, tg.addr)
+		proxyA := newFaultProxy(t, tg.Addr)
 		sa := dial(t, proxyA.Addr(), Options{SessionTimeout: 4 * time.Second})
-		sb := dial(t, tg.addr, Options{})
+		sb := dial(t, tg.Addr, Options{})
 		calls := make(chan leadCall, 4)
 		ctxA, stopA := context.WithCancel(ctx)
 		defer stopA()
@@ -389,7 +392,7 @@ func TestSelector(t *testing.T) {
 
 		// a's session expires: the server drops its connection first, so
 		// lead learns of a suspension, and the term is lost; b leads.
-		expireSession(t, sa, tg.addr)
+		expireSession(t, sa, tg.Addr)
 		if cause := c.cancelled(t, 10*time.Second); !errors.Is(cause, ErrLeaderSuspended) && !errors.Is(cause, ErrLeadershipLost) {
 			t.Errorf("cause of the expired leader's cancellation: %v, want ErrLeaderSuspended or ErrLeadershipLost", cause)
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // held is one acquisition, whatever the recipe.
@@ -35,7 +37,7 @@ var faultPlan = []string{"cut", "partition", "cut", "cut", "partition", "cut"}
 // (its session expires on the server, and it must notice first) and
 // contenders' connections are cut (their sessions survive). The history
 // of beliefs is checked with porcupine.
-func runLockFaults(t *testing.T, tg *target, model porcupine.Model, mk func(s *Session, client int, r *rand.Rand) acquirer) {
+func runLockFaults(t *testing.T, tg *coordtest.Target, model porcupine.Model, mk func(s *Session, client int, r *rand.Rand) acquirer) {
 	h := newHistory()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -54,7 +56,7 @@ func runLockFaults(t *testing.T, tg *target, model porcupine.Model, mk func(s *S
 	proxies := make([]*faultProxy, faultContenders)
 	var wg sync.WaitGroup
 	for i := range faultContenders {
-		proxies[i] = newFaultProxy(t, tg.addr)
+		proxies[i] = newFaultProxy(t, tg.Addr)
 		s := dial(t, proxies[i].Addr(), Options{SessionTimeout: faultTimeout})
 		r := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
 		acquire := mk(s, i, r)
@@ -185,7 +187,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 func TestMutexFaultHistory(t *testing.T) {
 	t.Parallel()
-	onEachTarget(t, func(t *testing.T, tg *target) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
 		p := testPath(t)
 		runLockFaults(t, tg, lockModel(1), func(s *Session, _ int, _ *rand.Rand) acquirer {
 			m := NewMutex(s, p)
@@ -201,7 +203,7 @@ func TestMutexFaultHistory(t *testing.T) {
 
 func TestRWMutexFaultHistory(t *testing.T) {
 	t.Parallel()
-	onEachTarget(t, func(t *testing.T, tg *target) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
 		p := testPath(t)
 		runLockFaults(t, tg, lockModel(64), func(s *Session, _ int, r *rand.Rand) acquirer {
 			rw := NewRWMutex(s, p)
@@ -223,7 +225,7 @@ func TestRWMutexFaultHistory(t *testing.T) {
 
 func TestSemaphoreFaultHistory(t *testing.T) {
 	t.Parallel()
-	onEachTarget(t, func(t *testing.T, tg *target) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
 		p := testPath(t)
 		runLockFaults(t, tg, lockModel(2), func(s *Session, _ int, _ *rand.Rand) acquirer {
 			sem := NewSemaphore(s, p, 2)
@@ -243,14 +245,14 @@ func TestSemaphoreFaultHistory(t *testing.T) {
 // holder's session, within the session timeout (plus the server's tick
 // granularity and a notification).
 func TestMutexHolderKilled(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 60*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 60*time.Second)
 		p := testPath(t)
-		cmd, l := startProcess(t, "mutex", tg.addr, p, "")
+		cmd, l := startProcess(t, "mutex", tg.Addr, p, "")
 		if !strings.HasPrefix(l, "locked "+p+"/") {
 			t.Fatalf("holder process said %q, want locked %s/…", l, p)
 		}
-		s := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		m := NewMutex(s, p)
 		done := lockAsync(ctx, m)
 		waitChildren(t, s, p, 2)

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // ErrNodeInTheWay reports a persistent node where a recipe wants to
@@ -49,7 +51,7 @@ func Join(ctx context.Context, s *Session, group, member string, data []byte) (*
 	if err := s.Retry(ctx, func() error { return s.EnsurePath(ctx, group) }); err != nil {
 		return nil, fmt.Errorf("recipe: join %s: %w", group, err)
 	}
-	node := joinPath(group, member)
+	node := zpath.Join(group, member)
 	genDone, err := s.claimEphemeral(ctx, node, data)
 	if err != nil {
 		return nil, fmt.Errorf("recipe: join %s as %s: %w", group, member, err)
@@ -66,13 +68,7 @@ func (m *Membership) keep(ctx context.Context, genDone <-chan struct{}) {
 	defer close(m.done)
 	s := m.s
 	for {
-		var ch <-chan zk.Event
-		var ok bool
-		var st *zk.Stat
-		err := s.Retry(ctx, func() (err error) {
-			ok, st, ch, err = s.ExistsW(ctx, m.node)
-			return err
-		})
+		ok, st, ch, err := s.Retrying().ExistsW(ctx, m.node)
 		switch {
 		case ctx.Err() != nil || errors.Is(err, ErrClosed):
 			return
@@ -123,11 +119,7 @@ func (m *Membership) Leave(ctx context.Context) error {
 // Members returns the members of the group at path group, sorted by name.
 // A group that does not exist has no members.
 func Members(ctx context.Context, s *Session, group string) ([]Member, error) {
-	var names []string
-	err := s.Retry(ctx, func() (err error) {
-		names, _, err = s.Children(ctx, group)
-		return err
-	})
+	names, _, err := s.Retrying().Children(ctx, group)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
@@ -152,11 +144,7 @@ func readMembers(ctx context.Context, s *Session, group string, names []string, 
 			ms = append(ms, Member{Name: n, Data: d})
 			continue
 		}
-		var data []byte
-		err := s.Retry(ctx, func() (err error) {
-			data, _, err = s.Get(ctx, joinPath(group, n))
-			return err
-		})
+		data, _, err := s.Retrying().Get(ctx, zpath.Join(group, n))
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
@@ -309,10 +297,7 @@ func (s *Session) claimEphemeral(ctx context.Context, path string, data []byte) 
 		}
 		var st *zk.Stat
 		var ch <-chan zk.Event
-		err = s.Retry(ctx, func() (err error) {
-			_, st, ch, err = s.GetW(ctx, path)
-			return err
-		})
+		_, st, ch, err = s.Retrying().GetW(ctx, path)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			continue

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // memberNames returns the names of ms, "name=data" each.
@@ -25,7 +27,7 @@ func memberNames(ms []Member) string {
 // waitMembers waits until the watcher lists want ("name=data,…").
 func waitMembers(t testing.TB, g *GroupWatcher, want string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "members "+want, func() error {
+	coordtest.WaitFor(t, 10*time.Second, "members "+want, func() error {
 		if got := memberNames(g.Members()); got != want {
 			return fmt.Errorf("members %q", got)
 		}
@@ -34,10 +36,10 @@ func waitMembers(t testing.TB, g *GroupWatcher, want string) {
 }
 
 func TestGroupMembership(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		group := testPath(t) + "/collectors"
-		watcher, err := WatchGroup(ctx, dial(t, tg.addr, Options{}), group)
+		watcher, err := WatchGroup(ctx, dial(t, tg.Addr, Options{}), group)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +47,7 @@ func TestGroupMembership(t *testing.T) {
 		if ms := watcher.Members(); len(ms) != 0 {
 			t.Fatalf("members of a group that does not exist: %v", ms)
 		}
-		sa, sb := dial(t, tg.addr, Options{}), dial(t, tg.addr, Options{})
+		sa, sb := dial(t, tg.Addr, Options{}), dial(t, tg.Addr, Options{})
 		a, err := Join(ctx, sa, group, "host-a", []byte("10.0.0.1:9000"))
 		if err != nil {
 			t.Fatal(err)
@@ -77,11 +79,11 @@ func TestGroupMembership(t *testing.T) {
 // someone deletes its node, and waits for an old session's node to go.
 func TestGroupRejoins(t *testing.T) {
 	t.Parallel() // waits out session expiries
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		group := testPath(t)
-		admin := dial(t, tg.addr, Options{})
-		s := dial(t, tg.addr, Options{})
+		admin := dial(t, tg.Addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		m, err := Join(ctx, s, group, "worker", []byte("w"))
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +98,7 @@ func TestGroupRejoins(t *testing.T) {
 		}
 		waitOwner := func(what string, want func(int64) bool) {
 			t.Helper()
-			waitFor(t, 10*time.Second, what, func() error {
+			coordtest.WaitFor(t, 10*time.Second, what, func() error {
 				if o := owner(); !want(o) {
 					return fmt.Errorf("owner %#x", o)
 				}
@@ -104,7 +106,7 @@ func TestGroupRejoins(t *testing.T) {
 			})
 		}
 		first := owner()
-		expireSession(t, s, tg.addr)
+		expireSession(t, s, tg.Addr)
 		waitOwner("the member to register on its new session", func(o int64) bool { return o != 0 && o != first })
 		if err := admin.Delete(ctx, m.Path(), -1); err != nil {
 			t.Fatal(err)
@@ -112,7 +114,7 @@ func TestGroupRejoins(t *testing.T) {
 		waitOwner("the member to register after its node was deleted", func(o int64) bool { return o == s.ID() })
 
 		// A restarted process: its old session's node is still there.
-		old := dial(t, tg.addr, Options{})
+		old := dial(t, tg.Addr, Options{})
 		if _, err := old.Create(ctx, group+"/restarted", nil, zk.FlagEphemeral, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -134,9 +136,9 @@ func TestGroupRejoins(t *testing.T) {
 }
 
 func TestGroupErrors(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 10*time.Second)
-		s := dial(t, tg.addr, Options{})
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 10*time.Second)
+		s := dial(t, tg.Addr, Options{})
 		group := testPath(t)
 		if err := s.EnsurePath(ctx, group+"/stuck"); err != nil {
 			t.Fatal(err)
@@ -155,15 +157,15 @@ func TestGroupErrors(t *testing.T) {
 // TestGroupMemberKilled: a member process killed with SIGKILL leaves the
 // live member list within the session timeout.
 func TestGroupMemberKilled(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		group := testPath(t)
-		watcher, err := WatchGroup(ctx, dial(t, tg.addr, Options{}), group)
+		watcher, err := WatchGroup(ctx, dial(t, tg.Addr, Options{}), group)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer watcher.Close()
-		cmd, l := startProcess(t, "member", tg.addr, group, "doomed")
+		cmd, l := startProcess(t, "member", tg.Addr, group, "doomed")
 		if l != "joined" {
 			t.Fatalf("member process said %q, want joined", l)
 		}

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // IDs is the naming service of the source documents: globally unique IDs
@@ -53,7 +55,7 @@ func (g *IDs) NextID(ctx context.Context, typ string) (string, error) {
 	if err := checkName("id", g.name); err != nil {
 		return "", fmt.Errorf("recipe: next id under %s: %w", g.root, err)
 	}
-	dir := joinPath(g.root, typ)
+	dir := zpath.Join(g.root, typ)
 	if err := g.ensure(ctx, dir, typ); err != nil {
 		return "", err
 	}
@@ -67,7 +69,7 @@ func (g *IDs) NextID(ctx context.Context, typ string) (string, error) {
 		}
 		return "", fmt.Errorf("recipe: next id of type %s under %s: %w", typ, g.root, err)
 	}
-	_, node := splitPath(p)
+	_, node := zpath.Split(p)
 	seq := node[len(node)-seqLen:]
 	if err := g.s.deleteNode(ctx, p); err != nil {
 		// The ID is good; only its node stays behind.

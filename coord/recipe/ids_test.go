@@ -12,14 +12,16 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 var type2JobID = regexp.MustCompile(`^type2-job-\d{10}$`)
 
 func TestIDs(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
-		s := dial(t, tg.addr, Options{})
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
+		s := dial(t, tg.Addr, Options{})
 		root := testPath(t)
 		ids := NewIDs(s, root, "job")
 		prev := ""
@@ -54,15 +56,15 @@ func TestIDs(t *testing.T) {
 // TestIDsUniqueAcrossProcesses: concurrent issuers on separate sessions
 // never issue the same ID, and each sees its own IDs increase.
 func TestIDsUniqueAcrossProcesses(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		root := testPath(t)
 		const issuers, each = 4, 20
 		var mu sync.Mutex
 		seen := map[string]int{}
 		var wg sync.WaitGroup
 		for i := range issuers {
-			ids := NewIDs(dial(t, tg.addr, Options{}), root, "job")
+			ids := NewIDs(dial(t, tg.Addr, Options{}), root, "job")
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -99,12 +101,12 @@ func TestIDsUniqueAcrossProcesses(t *testing.T) {
 // ID and leaves no node behind.
 func TestIDsAfterLostReply(t *testing.T) {
 	t.Parallel() // waits out a reconnection
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		root := testPath(t)
-		proxy := newFaultProxy(t, tg.addr)
+		proxy := newFaultProxy(t, tg.Addr)
 		ids := NewIDs(dial(t, proxy.Addr(), Options{SessionTimeout: 4 * time.Second}), root, "job")
-		observer := dial(t, tg.addr, Options{})
+		observer := dial(t, tg.Addr, Options{})
 		if _, err := ids.NextID(ctx, "type2"); err != nil { // the type node exists now
 			t.Fatal(err)
 		}
@@ -118,7 +120,7 @@ func TestIDsAfterLostReply(t *testing.T) {
 			id, err := ids.NextID(ctx, "type2")
 			done <- result{id, err}
 		}()
-		waitFor(t, 5*time.Second, "the create to reach the server", func() error {
+		coordtest.WaitFor(t, 5*time.Second, "the create to reach the server", func() error {
 			if kids, _, err := observer.Children(ctx, root+"/type2"); err != nil || len(kids) != 1 {
 				return fmt.Errorf("children %v, %v", kids, err)
 			}
@@ -135,7 +137,7 @@ func TestIDsAfterLostReply(t *testing.T) {
 		if r.err != nil || r.id != "type2-job-0000000001" {
 			t.Fatalf("NextID = %q, %v; want type2-job-0000000001 (the node made before the cut)", r.id, r.err)
 		}
-		waitFor(t, 5*time.Second, "no node left", func() error {
+		coordtest.WaitFor(t, 5*time.Second, "no node left", func() error {
 			if kids, _, err := observer.Children(ctx, root+"/type2"); err != nil || len(kids) != 0 {
 				return fmt.Errorf("children %v, %v", kids, err)
 			}
@@ -151,14 +153,14 @@ func TestIDsAfterLostReply(t *testing.T) {
 func BenchmarkNextID(b *testing.B) {
 	for _, tg := range targets {
 		for _, n := range []int{1, 8} {
-			b.Run(fmt.Sprintf("%s/%d", tg.name, n), func(b *testing.B) {
-				tg.require(b)
+			b.Run(fmt.Sprintf("%s/%d", tg.Name, n), func(b *testing.B) {
+				tg.Require(b)
 				root := testPath(b)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 				defer cancel()
 				issuers := make([]*IDs, n)
 				for i := range issuers {
-					issuers[i] = NewIDs(dial(b, tg.addr, Options{Logger: slog.New(slog.DiscardHandler)}), root, "job")
+					issuers[i] = NewIDs(dial(b, tg.Addr, Options{Logger: slog.New(slog.DiscardHandler)}), root, "job")
 				}
 				var tickets atomic.Int64
 				var wg sync.WaitGroup

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -61,10 +62,10 @@ func compileCuratorPeer(t *testing.T) string {
 // and under contention they alternate without ever both being inside.
 func TestCuratorInterop(t *testing.T) {
 	classes := compileCuratorPeer(t)
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		java := curatorPeer(t, classes, tg.addr)
-		s := dial(t, tg.addr, Options{})
-		ctx := ctxFor(t, 120*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		java := curatorPeer(t, classes, tg.Addr)
+		s := dial(t, tg.Addr, Options{})
+		ctx := coordtest.Context(t, 120*time.Second)
 
 		t.Run("InterProcessMutex", func(t *testing.T) {
 			lockHandoff(t, ctx, s, java, "Curator", NewMutex(s, testPath(t)), curatorLockNode)
@@ -103,7 +104,7 @@ func TestCuratorInterop(t *testing.T) {
 		t.Run("InterProcessReadWriteLock", func(t *testing.T) {
 			p := testPath(t)
 			reader := NewRWMutex(s, p)
-			writer := NewRWMutex(dial(t, tg.addr, Options{}), p)
+			writer := NewRWMutex(dial(t, tg.Addr, Options{}), p)
 			if err := reader.RLock(ctx); err != nil {
 				t.Fatal(err)
 			}

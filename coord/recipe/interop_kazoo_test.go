@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -23,10 +24,10 @@ func kazooPeer(t *testing.T, hosts string) *linePeer {
 // side using KazooNaming; and with a kazoo Lock given Curator's pattern,
 // the Go side using its default naming on a persistent directory.
 func TestKazooInterop(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		py := kazooPeer(t, tg.addr)
-		s := dial(t, tg.addr, Options{})
-		ctx := ctxFor(t, 120*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		py := kazooPeer(t, tg.Addr)
+		s := dial(t, tg.Addr, Options{})
+		ctx := coordtest.Context(t, 120*time.Second)
 
 		t.Run("Lock", func(t *testing.T) {
 			lockHandoff(t, ctx, s, py, "kazoo", NewMutex(s, testPath(t), WithNaming(KazooNaming)), kazooLockNode)

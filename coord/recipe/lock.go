@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // lock is the engine shared by Mutex, both sides of RWMutex and the lease
@@ -151,7 +153,7 @@ func (l *lock) heldName() string {
 	if l.held == nil || l.held.isLost() {
 		return ""
 	}
-	_, name := splitPath(l.held.node)
+	_, name := zpath.Split(l.held.node)
 	return name
 }
 
@@ -199,18 +201,14 @@ func (l *lock) contend(ctx context.Context, try bool) (*holding, error) {
 
 // queue waits in line with node until it holds the lock.
 func (l *lock) queue(ctx context.Context, node string, genDone <-chan struct{}, try bool) (*holding, error) {
-	_, name := splitPath(node)
+	_, name := zpath.Split(node)
 	for {
 		select {
 		case <-genDone:
 			return nil, errRestart
 		default:
 		}
-		var children []string
-		err := l.s.Retry(ctx, func() (err error) {
-			children, _, err = l.s.Children(ctx, l.dir)
-			return err
-		})
+		children, _, err := l.s.Retrying().Children(ctx, l.dir)
 		if err != nil {
 			return nil, l.giveUp(node, genDone, err)
 		}
@@ -235,7 +233,7 @@ func (l *lock) queue(ctx context.Context, node string, genDone <-chan struct{}, 
 		err = l.s.Retry(ctx, func() (err error) {
 			// A get, not an exists: exists would leave a watch behind on a
 			// node already gone, waiting for a creation that never comes.
-			_, _, ch, err = l.s.GetW(ctx, joinPath(l.dir, cs[w].name))
+			_, _, ch, err = l.s.GetW(ctx, zpath.Join(l.dir, cs[w].name))
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) {

@@ -5,16 +5,18 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestMultiLockAllOrNone: when one lock of the set cannot be had, the
 // MultiLock gives back those it took.
 func TestMultiLockAllOrNone(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		a, b := testPath(t), testPath(t)
-		s := dial(t, tg.addr, Options{})
-		other := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
+		other := dial(t, tg.Addr, Options{})
 		blocker := NewMutex(other, b)
 		if err := blocker.Lock(ctx); err != nil {
 			t.Fatal(err)
@@ -43,11 +45,11 @@ func TestMultiLockAllOrNone(t *testing.T) {
 }
 
 func TestMultiLockHoldsAll(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		a, b, c := testPath(t), testPath(t), testPath(t)
-		s := dial(t, tg.addr, Options{})
-		other := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
+		other := dial(t, tg.Addr, Options{})
 		rw := NewRWMutex(s, c)
 		ml := NewMultiLock(NewMutex(s, a), NewMutex(s, b), rw.RLocker())
 		if err := ml.Lock(ctx); err != nil {
@@ -84,11 +86,11 @@ func TestMultiLockHoldsAll(t *testing.T) {
 // TestMultiMutexNoDeadlock: two processes asking for the same locks in
 // opposite orders take them in one order and both get through.
 func TestMultiMutexNoDeadlock(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		a, b := testPath(t), testPath(t)
-		x := NewMultiMutex(dial(t, tg.addr, Options{}), a, b)
-		y := NewMultiMutex(dial(t, tg.addr, Options{}), b, a)
+		x := NewMultiMutex(dial(t, tg.Addr, Options{}), a, b)
+		y := NewMultiMutex(dial(t, tg.Addr, Options{}), b, a)
 		errs := make(chan error, 2)
 		for _, ml := range []*MultiLock{x, y} {
 			go func() {
@@ -114,15 +116,15 @@ func TestMultiMutexNoDeadlock(t *testing.T) {
 }
 
 func TestMultiLockLost(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		a, b := testPath(t), testPath(t)
-		s := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		ml := NewMultiMutex(s, a, b)
 		if err := ml.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		expireSession(t, s, tg.addr)
+		expireSession(t, s, tg.Addr)
 		select {
 		case <-ml.Lost():
 		case <-time.After(10 * time.Second):

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // lockAsync starts m.Lock and returns the channel of its result.
@@ -23,7 +26,7 @@ func lockAsync(ctx context.Context, m *Mutex) <-chan error {
 func waitChildren(t testing.TB, s *Session, dir string, n int) []string {
 	t.Helper()
 	var names []string
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d contenders under %s", n, dir), func() error {
+	coordtest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d contenders under %s", n, dir), func() error {
 		kids, _, err := s.Children(context.Background(), dir)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
@@ -45,7 +48,7 @@ func waitChildren(t testing.TB, s *Session, dir string, n int) []string {
 // watches: queued nodes alone do not mean the watches are set.
 func waitParked(t testing.TB, sessions []*Session, n int64) {
 	t.Helper()
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d parked waiters", n), func() error {
+	coordtest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d parked waiters", n), func() error {
 		var got int64
 		for _, s := range sessions {
 			got += s.parked.Load()
@@ -81,10 +84,10 @@ func recv(t testing.TB, ch <-chan error, what string) error {
 }
 
 func TestMutexHandoff(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		sa, sb := dial(t, tg.addr, Options{}), dial(t, tg.addr, Options{})
+		sa, sb := dial(t, tg.Addr, Options{}), dial(t, tg.Addr, Options{})
 		a, b := NewMutex(sa, p), NewMutex(sb, p)
 		if err := a.Lock(ctx); err != nil {
 			t.Fatal(err)
@@ -122,10 +125,10 @@ func TestMutexHandoff(t *testing.T) {
 }
 
 func TestMutexReentrant(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		s, other := dial(t, tg.addr, Options{}), dial(t, tg.addr, Options{})
+		s, other := dial(t, tg.Addr, Options{}), dial(t, tg.Addr, Options{})
 		m := NewMutex(s, p)
 		for range 3 {
 			if err := m.Lock(ctx); err != nil {
@@ -158,10 +161,10 @@ func TestMutexReentrant(t *testing.T) {
 }
 
 func TestMutexTryLockLeavesNoNode(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		sa, sb := dial(t, tg.addr, Options{}), dial(t, tg.addr, Options{})
+		sa, sb := dial(t, tg.Addr, Options{}), dial(t, tg.Addr, Options{})
 		a, b := NewMutex(sa, p), NewMutex(sb, p)
 		if ok, err := a.TryLock(ctx); err != nil || !ok {
 			t.Fatalf("TryLock on a free lock: %v, %v", ok, err)
@@ -179,10 +182,10 @@ func TestMutexTryLockLeavesNoNode(t *testing.T) {
 // TestMutexTimeoutDeletesNode: a waiter that gives up must not stay in the
 // queue, or the next holder would wait for a node nobody will delete.
 func TestMutexTimeoutDeletesNode(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		sa, sb, sc := dial(t, tg.addr, Options{}), dial(t, tg.addr, Options{}), dial(t, tg.addr, Options{})
+		sa, sb, sc := dial(t, tg.Addr, Options{}), dial(t, tg.Addr, Options{}), dial(t, tg.Addr, Options{})
 		a, b, c := NewMutex(sa, p), NewMutex(sb, p), NewMutex(sc, p)
 		if err := a.Lock(ctx); err != nil {
 			t.Fatal(err)
@@ -211,10 +214,10 @@ func TestMutexTimeoutDeletesNode(t *testing.T) {
 
 // TestMutexFIFO: the lock is granted in the order contenders queued.
 func TestMutexFIFO(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		first := NewMutex(dial(t, tg.addr, Options{}), p)
+		first := NewMutex(dial(t, tg.Addr, Options{}), p)
 		if err := first.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +225,7 @@ func TestMutexFIFO(t *testing.T) {
 		granted := make(chan int, n)
 		ms := make([]*Mutex, n)
 		for i := range n {
-			ms[i] = NewMutex(dial(t, tg.addr, Options{}), p)
+			ms[i] = NewMutex(dial(t, tg.Addr, Options{}), p)
 			go func() {
 				if err := ms[i].Lock(ctx); err != nil {
 					t.Errorf("contender %d: %v", i, err)
@@ -253,14 +256,14 @@ func TestMutexFIFO(t *testing.T) {
 
 // TestMutexHerdFree: each release wakes exactly one waiter.
 func TestMutexHerdFree(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 60*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 60*time.Second)
 		p := testPath(t)
 		const n = 8
 		var sessions []*Session
 		var ms []*Mutex
 		for range n {
-			s := dial(t, tg.addr, Options{})
+			s := dial(t, tg.Addr, Options{})
 			sessions = append(sessions, s)
 			ms = append(ms, NewMutex(s, p))
 		}
@@ -287,7 +290,7 @@ func TestMutexHerdFree(t *testing.T) {
 			}
 			// Whoever is next gets it; find them.
 			next := -1
-			waitFor(t, 10*time.Second, "the next holder", func() error {
+			coordtest.WaitFor(t, 10*time.Second, "the next holder", func() error {
 				for i := 1; i < n; i++ {
 					select {
 					case err := <-done[i]:
@@ -325,12 +328,12 @@ var (
 )
 
 func TestMutexNaming(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		s := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		curator := NewMutex(s, p, WithNodeData([]byte("host-a")))
-		kazoo := NewMutex(dial(t, tg.addr, Options{}), p, WithNaming(KazooNaming))
+		kazoo := NewMutex(dial(t, tg.Addr, Options{}), p, WithNaming(KazooNaming))
 		if err := curator.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -361,10 +364,10 @@ func TestMutexNaming(t *testing.T) {
 // TestMutexLostOnExpiry: when the holder's session expires, Lost closes,
 // the next waiter gets the lock, and fenced writes of the old holder fail.
 func TestMutexLostOnExpiry(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		sa, sb := dial(t, tg.addr, Options{}), dial(t, tg.addr, Options{})
+		sa, sb := dial(t, tg.Addr, Options{}), dial(t, tg.Addr, Options{})
 		a, b := NewMutex(sa, p), NewMutex(sb, p)
 		if err := a.Lock(ctx); err != nil {
 			t.Fatal(err)
@@ -385,7 +388,7 @@ func TestMutexLostOnExpiry(t *testing.T) {
 		}
 		bDone := lockAsync(ctx, b)
 		waitChildren(t, sb, p, 2)
-		expireSession(t, sa, tg.addr)
+		expireSession(t, sa, tg.Addr)
 		select {
 		case <-a.Lost():
 		case <-time.After(10 * time.Second):
@@ -424,10 +427,10 @@ func TestMutexLostOnExpiry(t *testing.T) {
 }
 
 func TestMutexLostOnNodeDeleted(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		s, admin := dial(t, tg.addr, Options{}), dial(t, tg.addr, Options{})
+		s, admin := dial(t, tg.Addr, Options{}), dial(t, tg.Addr, Options{})
 		m := NewMutex(s, p)
 		if err := m.Lock(ctx); err != nil {
 			t.Fatal(err)
@@ -449,18 +452,18 @@ func TestMutexLostOnNodeDeleted(t *testing.T) {
 // TestMutexWaiterRequeuesAfterLoss: a waiter whose session expires queues
 // again on its new session and leaves nothing of the old one behind.
 func TestMutexWaiterRequeuesAfterLoss(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		sa, sb := dial(t, tg.addr, Options{}), dial(t, tg.addr, Options{})
+		sa, sb := dial(t, tg.Addr, Options{}), dial(t, tg.Addr, Options{})
 		a, b := NewMutex(sa, p), NewMutex(sb, p)
 		if err := a.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
 		bDone := lockAsync(ctx, b)
 		before := waitChildren(t, sa, p, 2)
-		expireSession(t, sb, tg.addr)
-		waitFor(t, 10*time.Second, "b to queue again", func() error {
+		expireSession(t, sb, tg.Addr)
+		coordtest.WaitFor(t, 10*time.Second, "b to queue again", func() error {
 			kids, _, err := sa.Children(ctx, p)
 			if err != nil {
 				return err
@@ -485,11 +488,11 @@ func TestMutexWaiterRequeuesAfterLoss(t *testing.T) {
 // TestMutexChroot: a Session with a chroot and one without contend for
 // the same lock.
 func TestMutexChroot(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		root := testPath(t)
-		inside := NewMutex(dial(t, tg.addr+root, Options{}), "/locks/job")
-		plain := dial(t, tg.addr, Options{})
+		inside := NewMutex(dial(t, tg.Addr+root, Options{}), "/locks/job")
+		plain := dial(t, tg.Addr, Options{})
 		outside := NewMutex(plain, root+"/locks/job")
 		if err := inside.Lock(ctx); err != nil {
 			t.Fatal(err)
@@ -497,7 +500,7 @@ func TestMutexChroot(t *testing.T) {
 		if ok, err := outside.TryLock(ctx); err != nil || ok {
 			t.Fatalf("TryLock outside the chroot while held inside: %v, %v", ok, err)
 		}
-		if _, name := splitPath(inside.Node()); !curatorLockNode.MatchString(name) || !regexp.MustCompile(`^/locks/job/`).MatchString(inside.Node()) {
+		if _, name := zpath.Split(inside.Node()); !curatorLockNode.MatchString(name) || !regexp.MustCompile(`^/locks/job/`).MatchString(inside.Node()) {
 			t.Errorf("Node() = %q, want a path relative to the chroot", inside.Node())
 		}
 		if err := inside.Unlock(); err != nil {

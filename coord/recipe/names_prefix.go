@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // WithNodePrefix names contender nodes <prefix><seq> — host1-0000000007
@@ -70,7 +72,7 @@ func (s *Session) findOwned(ctx context.Context, dir, prefix string) (string, er
 		if !ok || (found != "" && seq <= foundSeq) {
 			continue
 		}
-		p := joinPath(dir, c)
+		p := zpath.Join(dir, c)
 		ok, st, err := s.Exists(ctx, p)
 		if err != nil {
 			return "", err

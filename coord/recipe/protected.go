@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // protectedPrefix starts the last segment of a protected node's name, as
@@ -32,7 +34,7 @@ func (s *Session) CreateProtected(ctx context.Context, path string, data []byte,
 	if path == "/" {
 		return "", fmt.Errorf("recipe: create protected /: %w", zk.ErrNodeExists)
 	}
-	dir, name := splitPath(path)
+	dir, name := zpath.Split(path)
 	marker := protectedPrefix + newUUID() + "-"
 	return s.createMarked(ctx, dir, marker, marker+name, data, flags, acl, false)
 }
@@ -73,13 +75,13 @@ func (s *Session) createFinding(ctx context.Context, dir, name string, data []by
 				return err
 			}
 		}
-		p, err := s.Create(ctx, joinPath(dir, name), data, flags, acl)
+		p, err := s.Create(ctx, zpath.Join(dir, name), data, flags, acl)
 		// The server deletes an empty container at any time, possibly
 		// between our creating it and creating in it; a few rounds settle
 		// it unless someone deletes the directory on purpose.
 		for i := 0; parents != noParents && i < 3 && errors.Is(err, zk.ErrNoNode); i++ {
 			if err = s.ensureServerPath(ctx, s.root.toServer(dir), parents); err == nil {
-				p, err = s.Create(ctx, joinPath(dir, name), data, flags, acl)
+				p, err = s.Create(ctx, zpath.Join(dir, name), data, flags, acl)
 			}
 		}
 		failed = err != nil
@@ -107,7 +109,7 @@ func (s *Session) findMarked(ctx context.Context, dir, marker string, flags int3
 		if !strings.HasPrefix(c, marker) {
 			continue
 		}
-		p := joinPath(dir, c)
+		p := zpath.Join(dir, c)
 		if flags&zk.FlagEphemeral == 0 {
 			return p, nil
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // ErrTakeUncertain reports a Take whose claiming delete was cut off by a
@@ -107,11 +109,7 @@ func (q *Queue) TryTake(ctx context.Context) ([]byte, bool, error) {
 
 // Len returns the number of items in the queue.
 func (q *Queue) Len(ctx context.Context) (int, error) {
-	var names []string
-	err := q.s.Retry(ctx, func() (err error) {
-		names, _, err = q.s.Children(ctx, q.path)
-		return err
-	})
+	names, _, err := q.s.Retrying().Children(ctx, q.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0, nil
 	}
@@ -126,16 +124,12 @@ func (q *Queue) Len(ctx context.Context) (int, error) {
 func (q *Queue) take(ctx context.Context, watch bool) (data []byte, ok bool, ch <-chan zk.Event, err error) {
 	s := q.s
 	for {
-		var names []string
-		err := s.Retry(ctx, func() (err error) {
-			names, _, err = s.Children(ctx, q.path)
-			return err
-		})
+		names, _, err := s.Retrying().Children(ctx, q.path)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return nil, false, nil, fmt.Errorf("recipe: queue %s: take: %w", q.path, err)
 		}
 		for _, it := range contenders(names) {
-			data, ok, err := q.claim(ctx, joinPath(q.path, it.name))
+			data, ok, err := q.claim(ctx, zpath.Join(q.path, it.name))
 			if err != nil || ok {
 				return data, ok, nil, err
 			}
@@ -146,10 +140,7 @@ func (q *Queue) take(ctx context.Context, watch bool) (data []byte, ok bool, ch 
 		if err := q.ensure(ctx); err != nil {
 			return nil, false, nil, err
 		}
-		err = s.Retry(ctx, func() (err error) {
-			names, _, ch, err = s.ChildrenW(ctx, q.path)
-			return err
-		})
+		names, _, ch, err = s.Retrying().ChildrenW(ctx, q.path)
 		if err != nil {
 			return nil, false, nil, fmt.Errorf("recipe: queue %s: take: %w", q.path, err)
 		}
@@ -167,10 +158,7 @@ func (q *Queue) claim(ctx context.Context, node string) (data []byte, ok bool, e
 	s := q.s
 	for {
 		var st *zk.Stat
-		err := s.Retry(ctx, func() (err error) {
-			data, st, err = s.Get(ctx, node)
-			return err
-		})
+		data, st, err = s.Retrying().Get(ctx, node)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil, false, nil
 		}

@@ -12,14 +12,17 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 var queueItemNode = regexp.MustCompile(`^qn-[0-9a-f]{32}-\d{10}$`)
 
 func TestQueueFIFO(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
-		s := dial(t, tg.addr, Options{})
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
+		s := dial(t, tg.Addr, Options{})
 		q := NewQueue(s, testPath(t))
 		if _, ok, err := q.TryTake(ctx); err != nil || ok {
 			t.Fatalf("TryTake on a queue never used: %v, %v; want false", ok, err)
@@ -29,7 +32,7 @@ func TestQueueFIFO(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, name := splitPath(p); !queueItemNode.MatchString(name) {
+			if _, name := zpath.Split(p); !queueItemNode.MatchString(name) {
 				t.Errorf("item node %q does not match %v", name, queueItemNode)
 			}
 		}
@@ -51,9 +54,9 @@ func TestQueueFIFO(t *testing.T) {
 // TestQueueOrderBySequence: items are taken by sequence number, whatever
 // their names, and children without one are not items.
 func TestQueueOrderBySequence(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
-		s := dial(t, tg.addr, Options{})
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
+		s := dial(t, tg.Addr, Options{})
 		p := testPath(t)
 		q := NewQueue(s, p)
 		if err := s.EnsurePath(ctx, p); err != nil {
@@ -88,11 +91,11 @@ func TestQueueOrderBySequence(t *testing.T) {
 }
 
 func TestQueueTakeWaits(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		consumer := NewQueue(dial(t, tg.addr, Options{}), p)
-		producer := NewQueue(dial(t, tg.addr, Options{}), p)
+		consumer := NewQueue(dial(t, tg.Addr, Options{}), p)
+		producer := NewQueue(dial(t, tg.Addr, Options{}), p)
 		got := make(chan error, 1)
 		var data []byte
 		go func() {
@@ -120,8 +123,8 @@ func TestQueueTakeWaits(t *testing.T) {
 // TestQueueExactlyOnce: concurrent producers and consumers; every item
 // is taken once, none is lost.
 func TestQueueExactlyOnce(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 60*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 60*time.Second)
 		p := testPath(t)
 		const producers, consumers, perProducer = 2, 4, 40
 		var mu sync.Mutex
@@ -130,7 +133,7 @@ func TestQueueExactlyOnce(t *testing.T) {
 		cctx, stop := context.WithCancel(ctx)
 		defer stop()
 		for c := range consumers {
-			q := NewQueue(dial(t, tg.addr, Options{}), p)
+			q := NewQueue(dial(t, tg.Addr, Options{}), p)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -150,7 +153,7 @@ func TestQueueExactlyOnce(t *testing.T) {
 		}
 		var pwg sync.WaitGroup
 		for pr := range producers {
-			q := NewQueue(dial(t, tg.addr, Options{}), p)
+			q := NewQueue(dial(t, tg.Addr, Options{}), p)
 			pwg.Add(1)
 			go func() {
 				defer pwg.Done()
@@ -163,7 +166,7 @@ func TestQueueExactlyOnce(t *testing.T) {
 			}()
 		}
 		pwg.Wait()
-		waitFor(t, 20*time.Second, "every item taken", func() error {
+		coordtest.WaitFor(t, 20*time.Second, "every item taken", func() error {
 			mu.Lock()
 			defer mu.Unlock()
 			if len(taken) != producers*perProducer {
@@ -185,12 +188,12 @@ func TestQueueExactlyOnce(t *testing.T) {
 // made rather than adding it twice.
 func TestQueuePutAfterLostReply(t *testing.T) {
 	t.Parallel() // waits out a reconnection
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		proxy := newFaultProxy(t, tg.addr)
+		proxy := newFaultProxy(t, tg.Addr)
 		q := NewQueue(dial(t, proxy.Addr(), Options{SessionTimeout: 4 * time.Second}), p)
-		observer := dial(t, tg.addr, Options{})
+		observer := dial(t, tg.Addr, Options{})
 		if err := observer.EnsurePath(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +206,7 @@ func TestQueuePutAfterLostReply(t *testing.T) {
 			_, err := q.Put(ctx, []byte("once"))
 			done <- err
 		}()
-		waitFor(t, 5*time.Second, "the put to reach the server", func() error {
+		coordtest.WaitFor(t, 5*time.Second, "the put to reach the server", func() error {
 			if n, err := NewQueue(observer, p).Len(ctx); err != nil || n != 2 {
 				return fmt.Errorf("%d items, %v", n, err)
 			}
@@ -224,9 +227,9 @@ func TestQueuePutAfterLostReply(t *testing.T) {
 // again if the item is still there, and reports ErrTakeUncertain, with the
 // data, if it is gone.
 func TestQueueTakeLostReply(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
-		s := dial(t, tg.addr, Options{})
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
+		s := dial(t, tg.Addr, Options{})
 		q := NewQueue(s, testPath(t))
 		for _, item := range []string{"first", "second"} {
 			if _, err := q.Put(ctx, []byte(item)); err != nil {
@@ -265,10 +268,10 @@ func TestQueueTakeLostReply(t *testing.T) {
 // waits sets its watch again on the new session and gets the next item.
 func TestQueueTakeAcrossExpiry(t *testing.T) {
 	t.Parallel() // waits out session expiries
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		s := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		consumer := NewQueue(s, p)
 		got := asyncErr(func() error {
 			data, err := consumer.Take(ctx)
@@ -279,10 +282,10 @@ func TestQueueTakeAcrossExpiry(t *testing.T) {
 		})
 		waitParked(t, []*Session{s}, 1)
 		rec := recordStates(s)
-		expireSession(t, s, tg.addr)
+		expireSession(t, s, tg.Addr)
 		rec.expect(t, 10*time.Second, StateSuspended, StateLost, StateConnected)
 		waitParked(t, []*Session{s}, 1)
-		if _, err := NewQueue(dial(t, tg.addr, Options{}), p).Put(ctx, []byte("after expiry")); err != nil {
+		if _, err := NewQueue(dial(t, tg.Addr, Options{}), p).Put(ctx, []byte("after expiry")); err != nil {
 			t.Fatal(err)
 		}
 		if err := recv(t, got, "Take across the expiry"); err != nil {
@@ -302,23 +305,23 @@ func TestQueueTakeAcrossExpiry(t *testing.T) {
 func BenchmarkQueue(b *testing.B) {
 	for _, tg := range targets {
 		for _, c := range []int{1, 4, 16} {
-			b.Run(fmt.Sprintf("%s/%d", tg.name, c), func(b *testing.B) {
-				tg.require(b)
+			b.Run(fmt.Sprintf("%s/%d", tg.Name, c), func(b *testing.B) {
+				tg.Require(b)
 				benchQueue(b, tg, c)
 			})
 		}
 	}
 }
 
-func benchQueue(b *testing.B, tg *target, consumers int) {
+func benchQueue(b *testing.B, tg *coordtest.Target, consumers int) {
 	p := testPath(b)
 	quiet := Options{Logger: slog.New(slog.DiscardHandler)}
-	producer := NewQueue(dial(b, tg.addr, quiet), p)
+	producer := NewQueue(dial(b, tg.Addr, quiet), p)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	sessions := make([]*Session, consumers)
 	for i := range sessions {
-		sessions[i] = dial(b, tg.addr, quiet)
+		sessions[i] = dial(b, tg.Addr, quiet)
 	}
 	events := func() (n int64) {
 		for _, s := range sessions {

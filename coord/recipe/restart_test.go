@@ -18,10 +18,10 @@ const restartSessionTimeout = 30 * time.Second
 func TestMutexSurvivesServerRestart(t *testing.T) {
 	t.Parallel()
 	for _, tg := range targets {
-		t.Run(tg.name, func(t *testing.T) {
-			tg.require(t)
-			srv := coordtest.StartRestartable(t, tg.name, 500*time.Millisecond)
-			ctx := ctxFor(t, 2*time.Minute)
+		t.Run(tg.Name, func(t *testing.T) {
+			tg.Require(t)
+			srv := coordtest.StartRestartable(t, tg.Name, 500*time.Millisecond)
+			ctx := coordtest.Context(t, 2*time.Minute)
 			p := testPath(t)
 			holder := dial(t, srv.Addr, Options{SessionTimeout: restartSessionTimeout})
 			rec := recordStates(holder)

@@ -122,3 +122,54 @@ func retry(ctx context.Context, s *Session, p RetryPolicy, fn func() error) erro
 		}
 	}
 }
+
+// Retrying is s with every read retried as Retry does: one call where a
+// closure around the read would be, for the many places that read a node
+// and must ride out a connection loss.
+func (s *Session) Retrying() Retrying { return Retrying{s} }
+
+// Retrying is the view of a Session that Session.Retrying returns. Its
+// reads are the Session's, under Session.Retry.
+type Retrying struct{ s *Session }
+
+// Get is Session.Get under Retry.
+func (r Retrying) Get(ctx context.Context, path string) (data []byte, st *zk.Stat, err error) {
+	err = r.s.Retry(ctx, func() (err error) { data, st, err = r.s.Get(ctx, path); return err })
+	return data, st, err
+}
+
+// GetW is Session.GetW under Retry.
+func (r Retrying) GetW(ctx context.Context, path string) (data []byte, st *zk.Stat, ch <-chan zk.Event, err error) {
+	err = r.s.Retry(ctx, func() (err error) { data, st, ch, err = r.s.GetW(ctx, path); return err })
+	return data, st, ch, err
+}
+
+// Exists is Session.Exists under Retry.
+func (r Retrying) Exists(ctx context.Context, path string) (ok bool, st *zk.Stat, err error) {
+	err = r.s.Retry(ctx, func() (err error) { ok, st, err = r.s.Exists(ctx, path); return err })
+	return ok, st, err
+}
+
+// ExistsW is Session.ExistsW under Retry.
+func (r Retrying) ExistsW(ctx context.Context, path string) (ok bool, st *zk.Stat, ch <-chan zk.Event, err error) {
+	err = r.s.Retry(ctx, func() (err error) { ok, st, ch, err = r.s.ExistsW(ctx, path); return err })
+	return ok, st, ch, err
+}
+
+// Children is Session.Children under Retry.
+func (r Retrying) Children(ctx context.Context, path string) (names []string, st *zk.Stat, err error) {
+	err = r.s.Retry(ctx, func() (err error) { names, st, err = r.s.Children(ctx, path); return err })
+	return names, st, err
+}
+
+// ChildrenW is Session.ChildrenW under Retry.
+func (r Retrying) ChildrenW(ctx context.Context, path string) (names []string, st *zk.Stat, ch <-chan zk.Event, err error) {
+	err = r.s.Retry(ctx, func() (err error) { names, st, ch, err = r.s.ChildrenW(ctx, path); return err })
+	return names, st, ch, err
+}
+
+// GetACL is Session.GetACL under Retry.
+func (r Retrying) GetACL(ctx context.Context, path string) (acl []zk.ACL, st *zk.Stat, err error) {
+	err = r.s.Retry(ctx, func() (err error) { acl, st, err = r.s.GetACL(ctx, path); return err })
+	return acl, st, err
+}

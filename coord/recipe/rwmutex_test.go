@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 func rlockAsync(ctx context.Context, rw *RWMutex) <-chan error {
@@ -26,12 +28,12 @@ var (
 )
 
 func TestRWMutexReadersShareWritersExclude(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		s := dial(t, tg.addr, Options{})
-		r1, r2 := NewRWMutex(s, p), NewRWMutex(dial(t, tg.addr, Options{}), p)
-		w := NewRWMutex(dial(t, tg.addr, Options{}), p)
+		s := dial(t, tg.Addr, Options{})
+		r1, r2 := NewRWMutex(s, p), NewRWMutex(dial(t, tg.Addr, Options{}), p)
+		w := NewRWMutex(dial(t, tg.Addr, Options{}), p)
 		if err := r1.RLock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +51,7 @@ func TestRWMutexReadersShareWritersExclude(t *testing.T) {
 			}
 		}
 		// A reader arriving after a queued writer waits for it.
-		r3 := NewRWMutex(dial(t, tg.addr, Options{}), p)
+		r3 := NewRWMutex(dial(t, tg.Addr, Options{}), p)
 		if ok, err := r3.TryRLock(ctx); err != nil || ok {
 			t.Fatalf("TryRLock behind a queued writer: %v, %v; want false", ok, err)
 		}
@@ -82,12 +84,12 @@ func TestRWMutexReadersShareWritersExclude(t *testing.T) {
 // R1 waits for W1, W2 for R1, R2 and R3 for W2 — the last writer before
 // them. Each release must wake exactly those it unblocks: 1, 1, then 2.
 func TestRWMutexWakesOnlyWhomItUnblocks(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
 		var sessions []*Session
 		mk := func() *RWMutex {
-			s := dial(t, tg.addr, Options{})
+			s := dial(t, tg.Addr, Options{})
 			sessions = append(sessions, s)
 			return NewRWMutex(s, p)
 		}
@@ -152,13 +154,13 @@ func TestRWMutexWakesOnlyWhomItUnblocks(t *testing.T) {
 }
 
 func TestRWMutexDowngradeAndUpgrade(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		s := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		rw := NewRWMutex(s, p)
-		other := NewRWMutex(dial(t, tg.addr, Options{}), p)
-		reader := NewRWMutex(dial(t, tg.addr, Options{}), p)
+		other := NewRWMutex(dial(t, tg.Addr, Options{}), p)
+		reader := NewRWMutex(dial(t, tg.Addr, Options{}), p)
 		if err := rw.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -213,10 +215,10 @@ func TestRWMutexDowngradeAndUpgrade(t *testing.T) {
 }
 
 func TestRWMutexLost(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		s := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		rw := NewRWMutex(s, p)
 		if err := rw.Lock(ctx); err != nil {
 			t.Fatal(err)
@@ -224,7 +226,7 @@ func TestRWMutexLost(t *testing.T) {
 		if err := rw.RLock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		expireSession(t, s, tg.addr)
+		expireSession(t, s, tg.Addr)
 		for name, ch := range map[string]<-chan struct{}{"Lost": rw.Lost(), "RLost": rw.RLost()} {
 			select {
 			case <-ch:

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // Node layout of a Semaphore, as Curator's InterProcessSemaphoreV2 lays it
@@ -58,7 +60,7 @@ func (sem *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	for {
 		// A fresh Mutex per acquisition: concurrent Acquires on one
 		// Semaphore value are distinct contenders.
-		m := NewMutex(sem.s, joinPath(sem.path, semLocksDir))
+		m := NewMutex(sem.s, zpath.Join(sem.path, semLocksDir))
 		if err := m.Lock(ctx); err != nil {
 			return nil, fmt.Errorf("recipe: semaphore %s: %w", sem.path, err)
 		}
@@ -82,13 +84,13 @@ func (sem *Semaphore) acquireLocked(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recipe: semaphore %s: %w", sem.path, err)
 	}
-	leases := joinPath(sem.path, semLeasesDir)
+	leases := zpath.Join(sem.path, semLeasesDir)
 	marker := protectedPrefix + newUUID() + "-"
 	node, err := s.createMarked(ctx, leases, marker, marker+semLeaseName, sem.data, zk.FlagEphemeralSequential, nil, true)
 	if err != nil {
 		return nil, fmt.Errorf("recipe: semaphore %s: %w", sem.path, err)
 	}
-	_, name := splitPath(node)
+	_, name := zpath.Split(node)
 	giveUp := func(err error) error {
 		s.abandon(node, genDone)
 		return fmt.Errorf("recipe: semaphore %s: %w", sem.path, err)
@@ -102,12 +104,7 @@ func (sem *Semaphore) acquireLocked(ctx context.Context) (*Lease, error) {
 		return errRestart
 	}
 	for {
-		var children []string
-		var ch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			children, _, ch, err = s.ChildrenW(ctx, leases)
-			return err
-		})
+		children, _, ch, err := s.Retrying().ChildrenW(ctx, leases)
 		if err != nil {
 			return nil, giveUp(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 var curatorLeaseNode = regexp.MustCompile(`^_c_[0-9a-f-]{36}-lease-\d{10}$`)
@@ -24,13 +26,13 @@ func acquireAsync(ctx context.Context, sem *Semaphore) (<-chan *Lease, <-chan er
 }
 
 func TestSemaphoreLeases(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		s := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		sems := make([]*Semaphore, 3)
 		for i := range sems {
-			sems[i] = NewSemaphore(dial(t, tg.addr, Options{}), p, 2)
+			sems[i] = NewSemaphore(dial(t, tg.Addr, Options{}), p, 2)
 		}
 		l0, err := sems[0].Acquire(ctx)
 		if err != nil {
@@ -85,17 +87,17 @@ func TestSemaphoreLeases(t *testing.T) {
 // TestSemaphoreTimeout: a contender that gives up leaves neither a lease
 // node nor an acquisition-lock node behind.
 func TestSemaphoreTimeout(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		s := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		l, err := NewSemaphore(s, p, 1).Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
-		if _, err := NewSemaphore(dial(t, tg.addr, Options{}), p, 1).Acquire(short); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := NewSemaphore(dial(t, tg.Addr, Options{}), p, 1).Acquire(short); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Acquire past its deadline: %v, want context.DeadlineExceeded", err)
 		}
 		waitChildren(t, s, p+"/leases", 1)
@@ -103,7 +105,7 @@ func TestSemaphoreTimeout(t *testing.T) {
 		if err := l.Release(); err != nil {
 			t.Fatal(err)
 		}
-		l, err = NewSemaphore(dial(t, tg.addr, Options{}), p, 1).Acquire(ctx)
+		l, err = NewSemaphore(dial(t, tg.Addr, Options{}), p, 1).Acquire(ctx)
 		if err != nil {
 			t.Fatalf("Acquire after the timed-out contender left: %v", err)
 		}
@@ -114,17 +116,17 @@ func TestSemaphoreTimeout(t *testing.T) {
 }
 
 func TestSemaphoreLeaseLost(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		s := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{})
 		l, err := NewSemaphore(s, p, 1).Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, errs := acquireAsync(ctx, NewSemaphore(dial(t, tg.addr, Options{}), p, 1))
+		got, errs := acquireAsync(ctx, NewSemaphore(dial(t, tg.Addr, Options{}), p, 1))
 		waitChildren(t, s, p+"/leases", 2)
-		expireSession(t, s, tg.addr)
+		expireSession(t, s, tg.Addr)
 		select {
 		case <-l.Lost():
 		case <-time.After(10 * time.Second):

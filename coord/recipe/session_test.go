@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // expireSession ends s's session on the server the way a takeover does:
@@ -87,8 +90,8 @@ func readFrame(t testing.TB, c net.Conn) []byte {
 }
 
 func TestSessionLifecycle(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		s := dial(t, tg.addr, Options{SessionTimeout: 4 * time.Second})
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		s := dial(t, tg.Addr, Options{SessionTimeout: 4 * time.Second})
 		if st := s.State(); st != StateConnected {
 			t.Fatalf("state after Dial = %v, want CONNECTED", st)
 		}
@@ -99,7 +102,7 @@ func TestSessionLifecycle(t *testing.T) {
 			t.Errorf("Timeout() = %v, want the 4s asked for", got)
 		}
 		rec := recordStates(s)
-		ctx := ctxFor(t, 10*time.Second)
+		ctx := coordtest.Context(t, 10*time.Second)
 		p := testPath(t)
 		if err := s.EnsurePath(ctx, p); err != nil {
 			t.Fatal(err)
@@ -115,7 +118,7 @@ func TestSessionLifecycle(t *testing.T) {
 		if err := s.Retry(ctx, func() error { return zk.ErrConnectionClosed }); !errors.Is(err, ErrClosed) {
 			t.Errorf("Retry after Close: %v, want ErrClosed", err)
 		}
-		other := dial(t, tg.addr, Options{})
+		other := dial(t, tg.Addr, Options{})
 		if ok, _, err := other.Exists(ctx, p+"/e"); err != nil || ok {
 			t.Errorf("ephemeral node after Close: exists=%v err=%v, want deleted at once", ok, err)
 		}
@@ -123,11 +126,11 @@ func TestSessionLifecycle(t *testing.T) {
 }
 
 func TestSessionChroot(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 20*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 20*time.Second)
 		root := testPath(t) + "/app"
-		s := dial(t, tg.addr+root, Options{})
-		plain := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr+root, Options{})
+		plain := dial(t, tg.Addr, Options{})
 		if s.Chroot() != root {
 			t.Fatalf("Chroot() = %q, want %q", s.Chroot(), root)
 		}
@@ -226,12 +229,12 @@ func TestSessionChroot(t *testing.T) {
 }
 
 func TestSessionSuspendedThenReconnected(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		proxy := newFaultProxy(t, tg.addr)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		proxy := newFaultProxy(t, tg.Addr)
 		s := dial(t, proxy.Addr(), Options{SessionTimeout: 4 * time.Second})
 		rec := recordStates(s)
 		id := s.ID()
-		ctx := ctxFor(t, 20*time.Second)
+		ctx := coordtest.Context(t, 20*time.Second)
 		p := testPath(t)
 		if err := s.EnsurePath(ctx, p); err != nil {
 			t.Fatal(err)
@@ -251,11 +254,11 @@ func TestSessionSuspendedThenReconnected(t *testing.T) {
 }
 
 func TestSessionLostOnServerExpiry(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		s := dial(t, tg.addr, Options{SessionTimeout: 4 * time.Second})
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		s := dial(t, tg.Addr, Options{SessionTimeout: 4 * time.Second})
 		rec := recordStates(s)
 		old := s.ID()
-		ctx := ctxFor(t, 20*time.Second)
+		ctx := coordtest.Context(t, 20*time.Second)
 		p := testPath(t)
 		if err := s.EnsurePath(ctx, p); err != nil {
 			t.Fatal(err)
@@ -264,7 +267,7 @@ func TestSessionLostOnServerExpiry(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, genDone := s.generation()
-		expireSession(t, s, tg.addr)
+		expireSession(t, s, tg.Addr)
 		rec.expect(t, 10*time.Second, StateSuspended, StateLost, StateConnected)
 		select {
 		case <-genDone:
@@ -289,11 +292,11 @@ func TestSessionLostOnServerExpiry(t *testing.T) {
 // lost before the server expires it — before anyone else could see its
 // ephemeral nodes go.
 func TestSessionLostBeforeServerExpiry(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		proxy := newFaultProxy(t, tg.addr)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		proxy := newFaultProxy(t, tg.Addr)
 		s := dial(t, proxy.Addr(), Options{SessionTimeout: faultTimeout})
-		observer := dial(t, tg.addr, Options{})
-		ctx := ctxFor(t, 30*time.Second)
+		observer := dial(t, tg.Addr, Options{})
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
 		if err := s.EnsurePath(ctx, p); err != nil {
 			t.Fatal(err)
@@ -338,7 +341,7 @@ func TestSessionLostBeforeServerExpiry(t *testing.T) {
 			t.Errorf("LOST declared %v after the partition, more than the session timeout %v", lost.Sub(partitioned), faultTimeout)
 		}
 		proxy.Release()
-		waitFor(t, 10*time.Second, "a new session after the partition", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "a new session after the partition", func() error {
 			if st := s.State(); st != StateConnected || s.ID() == old {
 				return fmt.Errorf("state %v id %#x", st, s.ID())
 			}
@@ -351,13 +354,13 @@ func TestSessionLostBeforeServerExpiry(t *testing.T) {
 // vanish: the server creates the node, the client sees a connection loss.
 // The retry must find the node rather than make a second one.
 func TestCreateProtectedAfterLostReply(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
 		for _, flags := range []int32{zk.FlagEphemeralSequential, zk.FlagPersistent} {
 			t.Run(fmt.Sprint("flags=", flags), func(t *testing.T) {
-				proxy := newFaultProxy(t, tg.addr)
+				proxy := newFaultProxy(t, tg.Addr)
 				s := dial(t, proxy.Addr(), Options{SessionTimeout: 4 * time.Second})
-				observer := dial(t, tg.addr, Options{})
-				ctx := ctxFor(t, 20*time.Second)
+				observer := dial(t, tg.Addr, Options{})
+				ctx := coordtest.Context(t, 20*time.Second)
 				p := testPath(t)
 				if err := s.EnsurePath(ctx, p); err != nil {
 					t.Fatal(err)
@@ -372,7 +375,7 @@ func TestCreateProtectedAfterLostReply(t *testing.T) {
 					path, err := s.CreateProtected(ctx, p+"/node-", []byte("d"), flags, nil)
 					done <- result{path, err}
 				}()
-				waitFor(t, 5*time.Second, "the create to reach the server", func() error {
+				coordtest.WaitFor(t, 5*time.Second, "the create to reach the server", func() error {
 					kids, _, err := observer.Children(ctx, p)
 					if err != nil || len(kids) == 0 {
 						return fmt.Errorf("children %v err %v", kids, err)
@@ -389,10 +392,10 @@ func TestCreateProtectedAfterLostReply(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(kids) != 1 || joinPath(p, kids[0]) != r.path {
+				if len(kids) != 1 || zpath.Join(p, kids[0]) != r.path {
 					t.Fatalf("children after a retried protected create: %v, want only the returned %s", kids, r.path)
 				}
-				if _, name := splitPath(r.path); !protectedName.MatchString(name) {
+				if _, name := zpath.Split(r.path); !protectedName.MatchString(name) {
 					t.Errorf("protected name %q does not match %v", name, protectedName)
 				}
 			})
@@ -401,11 +404,11 @@ func TestCreateProtectedAfterLostReply(t *testing.T) {
 }
 
 func TestSessionAuth(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 20*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 20*time.Second)
 		acl := zk.DigestACL(zk.PermAll, "alice", "secret")
-		s := dial(t, tg.addr, Options{Auth: "alice:secret", ACL: acl})
-		anon := dial(t, tg.addr, Options{})
+		s := dial(t, tg.Addr, Options{Auth: "alice:secret", ACL: acl})
+		anon := dial(t, tg.Addr, Options{})
 		p := testPath(t)
 		if err := anon.EnsurePath(ctx, p); err != nil {
 			t.Fatal(err)
@@ -419,7 +422,7 @@ func TestSessionAuth(t *testing.T) {
 		if _, _, err := anon.Get(ctx, p+"/private"); !errors.Is(err, zk.ErrNoAuth) {
 			t.Errorf("anonymous read of a digest-protected node: %v, want zk.ErrNoAuth", err)
 		}
-		if _, err := Dial(ctx, tg.addr, Options{Auth: "no-colon"}); err == nil {
+		if _, err := Dial(ctx, tg.Addr, Options{Auth: "no-colon"}); err == nil {
 			t.Error("Dial accepted auth without user:password")
 		}
 	})
@@ -440,7 +443,7 @@ func TestDialErrors(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	if _, err := Dial(ctx, addr, Options{Logger: testLogger(t)}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := Dial(ctx, addr, Options{Logger: coordtest.Logger(t)}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Dial to a dead address: %v, want the context's deadline", err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // protectedName is the shape of a CreateProtected name for "node-".
@@ -130,11 +132,11 @@ func TestChrootTranslation(t *testing.T) {
 		{"/a", "/", "a"},
 		{"/a/b/c", "/a/b", "c"},
 	} {
-		if d, n := splitPath(tc.path); d != tc.dir || n != tc.name {
-			t.Errorf("splitPath(%q) = %q, %q", tc.path, d, n)
+		if d, n := zpath.Split(tc.path); d != tc.dir || n != tc.name {
+			t.Errorf("zpath.Split(%q) = %q, %q", tc.path, d, n)
 		}
-		if j := joinPath(tc.dir, tc.name); j != tc.path {
-			t.Errorf("joinPath(%q, %q) = %q", tc.dir, tc.name, j)
+		if j := zpath.Join(tc.dir, tc.name); j != tc.path {
+			t.Errorf("zpath.Join(%q, %q) = %q", tc.dir, tc.name, j)
 		}
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // waitValue waits until v holds want (absent when exists is false).
 func waitValue(t testing.TB, v *Value, want string, exists bool) {
 	t.Helper()
-	waitFor(t, 10*time.Second, fmt.Sprintf("value %q (exists %v)", want, exists), func() error {
+	coordtest.WaitFor(t, 10*time.Second, fmt.Sprintf("value %q (exists %v)", want, exists), func() error {
 		data, _, ok := v.Get()
 		if ok != exists || string(data) != want {
 			return fmt.Errorf("value %q, exists %v", data, ok)
@@ -38,11 +40,11 @@ func nextChange(t testing.TB, v *Value, what string) {
 // TestValueFollowsNode: the config subscriber of the source documents
 // follows its node through creation, updates, deletion and re-creation.
 func TestValueFollowsNode(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t) + "/database_config"
-		admin := dial(t, tg.addr, Options{})
-		v, err := WatchValue(ctx, dial(t, tg.addr, Options{}), p)
+		admin := dial(t, tg.Addr, Options{})
+		v, err := WatchValue(ctx, dial(t, tg.Addr, Options{}), p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,10 +102,10 @@ func TestValueFollowsNode(t *testing.T) {
 // sets them again and catches up with changes made meanwhile.
 func TestValueAcrossSessionLoss(t *testing.T) {
 	t.Parallel() // waits out session expiries
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		admin := dial(t, tg.addr, Options{})
+		admin := dial(t, tg.Addr, Options{})
 		if _, err := admin.Create(ctx, p, []byte("v1"), zk.FlagPersistent, nil); err != nil {
 			if err := admin.EnsurePath(ctx, p); err != nil {
 				t.Fatal(err)
@@ -112,7 +114,7 @@ func TestValueAcrossSessionLoss(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		proxy := newFaultProxy(t, tg.addr)
+		proxy := newFaultProxy(t, tg.Addr)
 		s := dial(t, proxy.Addr(), Options{SessionTimeout: faultTimeout})
 		rec := recordStates(s)
 		v, err := WatchValue(ctx, s, p)
@@ -130,7 +132,7 @@ func TestValueAcrossSessionLoss(t *testing.T) {
 		}
 		proxy.Stall()
 		rec.expect(t, 5*faultTimeout, StateSuspended, StateLost)
-		waitFor(t, 5*faultTimeout, "the server to expire the partitioned session", func() error {
+		coordtest.WaitFor(t, 5*faultTimeout, "the server to expire the partitioned session", func() error {
 			if ok, _, err := admin.Exists(ctx, marker); err != nil || ok {
 				return fmt.Errorf("its ephemeral node exists: %v, %v", ok, err)
 			}
@@ -149,7 +151,7 @@ func TestValueAcrossSessionLoss(t *testing.T) {
 		waitValue(t, v, "v3", true)
 
 		// An expiry by the server, too.
-		expireSession(t, s, tg.addr)
+		expireSession(t, s, tg.Addr)
 		rec.expect(t, 10*time.Second, StateSuspended, StateLost, StateConnected)
 		if _, err := admin.Set(ctx, p, []byte("v4"), -1); err != nil {
 			t.Fatal(err)
@@ -162,14 +164,14 @@ func TestValueAcrossSessionLoss(t *testing.T) {
 // seen once it is back.
 func TestValueAcrossReconnect(t *testing.T) {
 	t.Parallel() // waits out a reconnection
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
 		p := testPath(t)
-		admin := dial(t, tg.addr, Options{})
+		admin := dial(t, tg.Addr, Options{})
 		if err := admin.EnsurePath(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		proxy := newFaultProxy(t, tg.addr)
+		proxy := newFaultProxy(t, tg.Addr)
 		s := dial(t, proxy.Addr(), Options{SessionTimeout: 4 * time.Second})
 		rec := recordStates(s)
 		v, err := WatchValue(ctx, s, p)
@@ -193,14 +195,14 @@ func TestValueAcrossReconnect(t *testing.T) {
 }
 
 func TestWatchValueErrors(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		s := dial(t, tg.addr, Options{})
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		s := dial(t, tg.Addr, Options{})
 		if _, err := WatchValue(context.Background(), s, "relative/path"); err == nil {
 			t.Error("WatchValue accepted a relative path")
 		}
 		acl := zk.DigestACL(zk.PermAll, "alice", "secret")
-		owner := dial(t, tg.addr, Options{Auth: "alice:secret"})
-		ctx := ctxFor(t, 10*time.Second)
+		owner := dial(t, tg.Addr, Options{Auth: "alice:secret"})
+		ctx := coordtest.Context(t, 10*time.Second)
 		p := testPath(t)
 		// The anonymous session makes the parents: with its credential,
 		// owner would make them alice's alone, closing them to other tests.

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/shepherd-dev/shepherd/coord/proto"
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // Result is what applying a transaction did.
@@ -136,7 +137,7 @@ func (t *Tree) applyCreate(txn *Txn, op *txnOp, ev *[]Event) OpResult {
 		res.Err = proto.ErrBadArguments
 		return res
 	}
-	parentPath, name := splitPath(op.path)
+	parentPath, name := zpath.Split(op.path)
 	parent := t.nodes[parentPath]
 	if parent == nil {
 		res.Err = proto.ErrNoNode
@@ -189,7 +190,7 @@ func (t *Tree) deleteNode(path string, zxid int64, ev *[]Event) proto.ErrCode {
 	if path == "" || path[0] != '/' || path == "/" {
 		return proto.ErrBadArguments
 	}
-	parentPath, _ := splitPath(path)
+	parentPath, _ := zpath.Split(path)
 	parent := t.nodes[parentPath]
 	if parent == nil {
 		return proto.ErrNoNode

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shepherd-dev/shepherd/coord/proto"
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // Identities used across the tests.
@@ -171,7 +172,7 @@ func checkInvariants(t testing.TB, tr *Tree) {
 		bytes += nodeSize(p, n.data)
 		refs[n.acl]++
 		if p != "/" {
-			parent, name := splitPath(p)
+			parent, name := zpath.Split(p)
 			pn := tr.nodes[parent]
 			if pn == nil {
 				t.Fatalf("invariant: %q has no parent", p)
@@ -181,7 +182,7 @@ func checkInvariants(t testing.TB, tr *Tree) {
 			}
 		}
 		for name := range n.children {
-			if tr.nodes[childPath(p, name)] == nil {
+			if tr.nodes[zpath.Join(p, name)] == nil {
 				t.Fatalf("invariant: %q lists missing child %q", p, name)
 			}
 		}

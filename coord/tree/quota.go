@@ -1,6 +1,10 @@
 package tree
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/shepherd-dev/shepherd/coord/zpath"
+)
 
 // Quotas, as ZooKeeper 3.8 keeps them. A client (zkCli's setquota) marks
 // the subtree at P by creating /zookeeper/quota<P>/zookeeper_limits and
@@ -100,7 +104,7 @@ func (t *Tree) subtreeUsage(path string) (count, bytes int64) {
 		count++
 		bytes += int64(len(n.data))
 		for name := range n.children {
-			stack = append(stack, childPath(p, name))
+			stack = append(stack, zpath.Join(p, name))
 		}
 	}
 	return count, bytes

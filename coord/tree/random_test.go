@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shepherd-dev/shepherd/coord/proto"
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // workload drives a tree with random requests of every kind, as a server
@@ -37,7 +38,7 @@ func (w *workload) anyPath() string {
 	slices.Sort(paths) // map order must not leak into the random stream
 	p := paths[w.rng.IntN(len(paths))]
 	if w.rng.IntN(4) == 0 {
-		p = childPath(p, workloadNames[w.rng.IntN(len(workloadNames))])
+		p = zpath.Join(p, workloadNames[w.rng.IntN(len(workloadNames))])
 	}
 	return p
 }
@@ -81,7 +82,7 @@ func (w *workload) op() Op {
 		parent := w.anyPath()
 		return Op{
 			Code:  codes[w.rng.IntN(len(codes))],
-			Path:  childPath(parent, workloadNames[w.rng.IntN(len(workloadNames))]),
+			Path:  zpath.Join(parent, workloadNames[w.rng.IntN(len(workloadNames))]),
 			Data:  []byte(fmt.Sprint(w.rng.IntN(1000))),
 			ACL:   w.acl(),
 			Flags: int32(w.rng.IntN(8)),

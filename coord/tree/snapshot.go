@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/shepherd-dev/shepherd/coord/proto"
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // ErrCorruptSnapshot reports a snapshot that Load cannot read back.
@@ -427,7 +428,7 @@ func (t *Tree) checkPlace(path string, first bool) string {
 	if t.nodes[path] != nil {
 		return "duplicate"
 	}
-	parent, _ := splitPath(path)
+	parent, _ := zpath.Split(path)
 	if t.nodes[parent] == nil {
 		return "parent missing (or after the node)"
 	}

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shepherd-dev/shepherd/coord/proto"
+	"github.com/shepherd-dev/shepherd/coord/zpath"
 )
 
 // meta is a znode's persisted metadata, ZooKeeper's StatPersisted. cversion
@@ -120,7 +121,7 @@ func New() *Tree {
 func (t *Tree) insert(path string, n *node) {
 	t.nodes[path] = n
 	if path != "/" {
-		parent, name := splitPath(path)
+		parent, name := zpath.Split(path)
 		t.nodes[parent].addChild(name)
 	}
 	t.dataBytes += nodeSize(path, n.data)
@@ -143,7 +144,7 @@ func (t *Tree) insert(path string, n *node) {
 
 // remove unlinks the node at path from every index and from its parent.
 func (t *Tree) remove(path string, n *node, parent *node) {
-	_, name := splitPath(path)
+	_, name := zpath.Split(path)
 	parent.removeChild(name)
 	delete(t.nodes, path)
 	t.acls.release(n.acl)
@@ -165,25 +166,6 @@ func (t *Tree) remove(path string, n *node, parent *node) {
 	case kindTTL:
 		delete(t.ttls, path)
 	}
-}
-
-// splitPath splits an absolute path (not "/") into its parent and last
-// name; the parent of "/a" is "/". The name shares the path's memory.
-func splitPath(path string) (parent, name string) {
-	i := strings.LastIndexByte(path, '/')
-	parent, name = path[:i], path[i+1:]
-	if parent == "" {
-		parent = "/"
-	}
-	return parent, name
-}
-
-// childPath joins a parent path and a child name.
-func childPath(parent, name string) string {
-	if parent == "/" {
-		return "/" + name
-	}
-	return parent + "/" + name
 }
 
 // nodeSize is a node's share of ApproxDataBytes: ZooKeeper adds the path's
@@ -294,7 +276,7 @@ func (t *Tree) AllChildrenNumber(c Caller, path string) (int32, error) {
 		stack = stack[:len(stack)-1]
 		for name := range t.nodes[p].children {
 			count++
-			stack = append(stack, childPath(p, name))
+			stack = append(stack, zpath.Join(p, name))
 		}
 	}
 	return int32(count), nil
@@ -384,7 +366,7 @@ func (t *Tree) walk(path string, fn func(string, proto.Stat) bool) bool {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		if !t.walk(childPath(path, name), fn) {
+		if !t.walk(zpath.Join(path, name), fn) {
 			return false
 		}
 	}

@@ -104,52 +104,83 @@ type logPlan struct {
 }
 
 // planLog reads the segments (sorted by first zxid) that recovery from a
-// snapshot at snapZxid needs, checks that they chain without gaps, and
-// collects the records after snapZxid.
+// snapshot at snapZxid needs (readLog), decides from their bytes what to
+// recover and repair (decideLog), and logs the repairs decided. It
+// changes nothing on disk: applyPlan does.
 func (s *Store) planLog(firsts []int64, snapZxid int64) (logPlan, error) {
-	var plan logPlan
+	lr, err := s.readLog(firsts, snapZxid)
+	if err != nil {
+		return lr.plan, err
+	}
+	plan, notes, err := decideLog(lr, snapZxid)
+	for _, n := range notes {
+		if n.warn {
+			s.log.Warn(n.msg, n.args...)
+		} else {
+			s.log.Info(n.msg, n.args...)
+		}
+	}
+	return plan, err
+}
+
+// logRead is what readLog read: the segments recovery needs, oldest
+// first, with their bytes.
+type logRead struct {
+	plan  logPlan   // segs and the removal of a newest segment with no header
+	reads []segRead // plan.segs[start:] with their data
+	start int
+	// tornOK: the last of reads is the newest segment as written, so its
+	// tail may be torn by a crash.
+	tornOK bool
+}
+
+// segRead is one segment and its bytes.
+type segRead struct {
+	seg  *segment
+	data []byte
+}
+
+// logNote is a line decideLog asks its caller to log.
+type logNote struct {
+	warn bool
+	msg  string
+	args []any
+}
+
+// readLog reads the newest segment whole (it is always needed, and a
+// crash while creating it can leave it shorter than a header or all
+// zeros), walks back through the headers of older ones to the newest that
+// starts at or before the snapshot (older ones hold nothing recovery needs
+// and are not opened), and reads the segments from there on.
+func (s *Store) readLog(firsts []int64, snapZxid int64) (logRead, error) {
+	var lr logRead
+	plan := &lr.plan
 	for _, first := range firsts {
 		plan.segs = append(plan.segs, &segment{first: first, path: filepath.Join(s.logDir, logName(first)), onDisk: true})
 	}
 	n := len(plan.segs)
 	if n == 0 {
-		return plan, nil
+		return lr, nil
 	}
-
-	// The newest segment is read whole: it is always needed, and a crash
-	// while creating it can leave it shorter than a header or all zeros.
 	newest := plan.segs[n-1]
 	newestData, err := os.ReadFile(newest.path)
 	if err != nil {
-		return plan, fmt.Errorf("wal: read log segment: %w", err)
+		return lr, fmt.Errorf("wal: read log segment: %w", err)
 	}
 	// A torn tail is only possible in the newest segment: Sync makes each
 	// segment durable before it creates the next one.
-	tornOK := true
+	lr.tornOK = true
 	if len(newestData) < segHeaderSize || allZero(newestData) {
 		s.log.Warn("wal: removing newest log segment: its header was never completely written",
 			"file", newest.path, "size", len(newestData))
 		plan.removePaths = append(plan.removePaths, newest.path)
 		plan.segs = plan.segs[:n-1]
 		n--
-		newestData, tornOK = nil, false
+		newestData, lr.tornOK = nil, false
 		if n == 0 {
-			return plan, nil
+			return lr, nil
 		}
 	}
-	read := func(i int) ([]byte, error) {
-		if i == n-1 && newestData != nil {
-			return newestData, nil
-		}
-		data, err := os.ReadFile(plan.segs[i].path)
-		if err != nil {
-			return nil, fmt.Errorf("wal: read log segment: %w", err)
-		}
-		return data, nil
-	}
-
-	// Walk back to the newest segment that starts at or before the
-	// snapshot; older ones hold nothing recovery needs and are not opened.
 	start := -1
 	for i := n - 1; i >= 0; i-- {
 		seg := plan.segs[i]
@@ -161,9 +192,9 @@ func (s *Store) planLog(firsts []int64, snapZxid int64) (logPlan, error) {
 		}
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) || !isIOError(err) {
-				return plan, corruptf(seg.path, 0, "%v", err)
+				return lr, corruptf(seg.path, 0, "%v", err)
 			}
-			return plan, err
+			return lr, err
 		}
 		seg.prev, seg.prevKnown = h.prev, true
 		if h.prev <= snapZxid {
@@ -172,32 +203,48 @@ func (s *Store) planLog(firsts []int64, snapZxid int64) (logPlan, error) {
 		}
 	}
 	if start < 0 {
-		return plan, corruptf(plan.segs[0].path, 0,
+		return lr, corruptf(plan.segs[0].path, 0,
 			"the log starts after zxid %#x but the newest valid snapshot is at zxid %#x (0 means none): the transactions in between are missing",
 			plan.segs[0].prev, snapZxid)
 	}
+	lr.start = start
+	for i := start; i < n; i++ {
+		data := newestData
+		if i < n-1 || data == nil {
+			if data, err = os.ReadFile(plan.segs[i].path); err != nil {
+				return lr, fmt.Errorf("wal: read log segment: %w", err)
+			}
+		}
+		lr.reads = append(lr.reads, segRead{seg: plan.segs[i], data: data})
+	}
+	return lr, nil
+}
 
+// decideLog is the decision part of recovery's log reading, with no I/O:
+// from the segments read, it checks that they chain from snapZxid without
+// gaps, collects the records after snapZxid, and decides the repairs of
+// the newest segment (a torn tail or unused preallocated space to cut off,
+// a segment with no complete record to remove). notes are what to log.
+func decideLog(lr logRead, snapZxid int64) (plan logPlan, notes []logNote, err error) {
+	plan = lr.plan
 	covered := snapZxid // every zxid up to here is in the snapshot or a read segment
 	prevLast := int64(-1)
-	for i := start; i < n; i++ {
-		seg := plan.segs[i]
-		data, err := read(i)
+	for j, r := range lr.reads {
+		seg, data := r.seg, r.data
+		newest := j == len(lr.reads)-1
+		sc, err := scanSegment(seg.path, data, seg.first, newest && lr.tornOK)
 		if err != nil {
-			return plan, err
-		}
-		sc, err := scanSegment(seg.path, data, seg.first, i == n-1 && tornOK)
-		if err != nil {
-			return plan, err
+			return plan, notes, err
 		}
 		switch {
 		case sc.hdr.prev > covered:
-			return plan, corruptf(seg.path, 0,
+			return plan, notes, corruptf(seg.path, 0,
 				"gap in the history: the segment continues from zxid %#x but the snapshot and the segments before it end at %#x",
 				sc.hdr.prev, covered)
 		case prevLast >= 0 && sc.hdr.prev < prevLast:
-			return plan, corruptf(seg.path, 0,
+			return plan, notes, corruptf(seg.path, 0,
 				"zxids not increasing across segments: the segment continues from zxid %#x but %s already reached %#x",
-				sc.hdr.prev, plan.segs[i-1].path, prevLast)
+				sc.hdr.prev, lr.reads[j-1].seg.path, prevLast)
 		}
 		last := sc.hdr.prev
 		for _, r := range sc.records {
@@ -208,26 +255,26 @@ func (s *Store) planLog(firsts []int64, snapZxid int64) (logPlan, error) {
 		}
 		switch {
 		case sc.torn != "":
-			s.log.Warn("wal: truncating torn tail of the newest log segment (a write interrupted by a crash)",
-				"file", seg.path, "offset", sc.end, "discarded_bytes", int64(len(data))-sc.end, "reason", sc.torn)
+			notes = append(notes, logNote{true, "wal: truncating torn tail of the newest log segment (a write interrupted by a crash)",
+				[]any{"file", seg.path, "offset", sc.end, "discarded_bytes", int64(len(data)) - sc.end, "reason", sc.torn}})
 			plan.truncatePath, plan.truncateAt = seg.path, sc.end
 		case sc.zeroTail:
-			s.log.Info("wal: trimming unused preallocated space of the newest log segment",
-				"file", seg.path, "offset", sc.end, "bytes", int64(len(data))-sc.end)
+			notes = append(notes, logNote{false, "wal: trimming unused preallocated space of the newest log segment",
+				[]any{"file", seg.path, "offset", sc.end, "bytes", int64(len(data)) - sc.end}})
 			plan.truncatePath, plan.truncateAt = seg.path, sc.end
 		}
-		if i == n-1 && len(sc.records) == 0 {
+		if newest && len(sc.records) == 0 {
 			// Its name is the zxid of a record that never became durable and
 			// will be appended again; the file must not stand in the way.
-			s.log.Info("wal: removing newest log segment: it holds no complete record", "file", seg.path)
+			notes = append(notes, logNote{false, "wal: removing newest log segment: it holds no complete record", []any{"file", seg.path}})
 			plan.removePaths, plan.truncatePath = append(plan.removePaths, seg.path), ""
-			plan.segs = plan.segs[:n-1]
+			plan.segs = plan.segs[:len(plan.segs)-1]
 		}
 		prevLast = last
 		covered = max(covered, last)
 		plan.lastZxid = last
 	}
-	return plan, nil
+	return plan, notes, nil
 }
 
 // applyPlan makes the repairs planLog decided on durable.

@@ -3,7 +3,10 @@
 // Apache ZooKeeper 3.8 as a child JVM (internal/testpeer). Packages built
 // on the coordination layer (ctl, scheduler, core, …) start both once in
 // TestMain and run every scenario on each, so nothing comes to depend on a
-// feature only the bundled server has.
+// feature only the bundled server has. coord/recipe's own tests use it
+// too, so it must never import coord/recipe (internal/sessiontest dials
+// sessions). It also holds the helpers every test package shares: the
+// tests' credential (Auth, AuthFile), WaitFor, Context and Logger.
 package coordtest
 
 import (
@@ -44,17 +47,30 @@ const maxSessionTicks = 200
 // m.Run returns. A server that cannot start is recorded, not fatal: its
 // tests fail (or skip, for a missing peer without SHEPHERD_IT) in Require.
 func Start(name string, tick time.Duration) (targets []*Target, stop func()) {
+	targets, stop, _ = StartNamed(name, tick, "shepherd", "zookeeper")
+	return targets, stop
+}
+
+// StartNamed is Start for the servers named (shepherd, zookeeper), e.g.
+// from a test binary's flag; an unknown name is an error.
+func StartNamed(name string, tick time.Duration, servers ...string) (targets []*Target, stop func(), err error) {
+	starters := map[string]func(string, time.Duration) (*Target, func()){"shepherd": startShepherd, "zookeeper": startZooKeeper}
 	var stops []func()
-	for _, start := range []func(string, time.Duration) (*Target, func()){startShepherd, startZooKeeper} {
-		tg, s := start(name, tick)
-		targets = append(targets, tg)
-		stops = append(stops, s)
-	}
-	return targets, func() {
+	stop = func() {
 		for _, s := range stops {
 			s()
 		}
 	}
+	for _, server := range servers {
+		start, ok := starters[server]
+		if !ok {
+			return targets, stop, fmt.Errorf("coordtest: unknown server %q (known: shepherd, zookeeper)", server)
+		}
+		tg, s := start(name, tick)
+		targets = append(targets, tg)
+		stops = append(stops, s)
+	}
+	return targets, stop, nil
 }
 
 func startShepherd(name string, tick time.Duration) (*Target, func()) {
@@ -130,6 +146,9 @@ func (tg *Target) Require(t testing.TB) {
 		t.Fatalf("%s did not start: %v", tg.Name, tg.err)
 	}
 }
+
+// Up reports whether the server runs (Require would not stop a test).
+func (tg *Target) Up() bool { return tg.missing == "" && tg.err == nil }
 
 // OnEach runs body as a subtest per server.
 func OnEach(t *testing.T, targets []*Target, body func(t *testing.T, tg *Target)) {

@@ -7,15 +7,19 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
-// memEngine is an in-memory Engine shared by the cores of a test: a source
+// MemEngine is an in-memory Engine shared by the cores of a test: a source
 // log of numbered events and a target that counts how often each event
 // was applied, with the checkpoint and epoch fence a real target keeps.
 // Event i's position is {memFile, i}: the position after it is i+1.
-type memEngine struct {
+//
+// It is exported for the tests of other packages (ctl, the console, the
+// monitor) that need cores running real tasks without MySQL, as
+// hashicorp/raft exports its in-memory transport; Shepherd itself never
+// uses it.
+type MemEngine struct {
 	mu         sync.Mutex
 	events     int            // the source holds events 0..events-1
 	applied    []int          // the target: times each event was applied
@@ -55,14 +59,15 @@ const memFile = "mem-bin.000001"
 
 var errMemDown = errors.New("memengine: target unreachable")
 
-func newMemEngine(events int) *memEngine {
-	return &memEngine{events: events, applied: make([]int, events), poison: -1, batch: 10,
+// NewMemEngine returns an engine whose source holds events events.
+func NewMemEngine(events int) *MemEngine {
+	return &MemEngine{events: events, applied: make([]int, events), poison: -1, batch: 10,
 		delay: 2 * time.Millisecond, running: map[string]int{}, zombie: map[string]bool{}, dead: map[string]bool{},
 		lastBy: map[string]Position{}}
 }
 
-// addEvents appends n events to the source.
-func (e *memEngine) addEvents(n int) {
+// AddEvents appends n events to the source.
+func (e *MemEngine) AddEvents(n int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.events += n
@@ -71,22 +76,24 @@ func (e *memEngine) addEvents(n int) {
 
 // endSoon shortens the source to n events past the target's checkpoint,
 // so that a long load ends.
-func (e *memEngine) endSoon(n int) {
+func (e *MemEngine) endSoon(n int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.events = min(e.events, int(e.cp.Position.Pos)+n)
 	e.applied = e.applied[:e.events]
 }
 
-func (e *memEngine) setDown(down bool) {
+// SetDown makes the target unreachable (Open and commits fail) or
+// reachable again.
+func (e *MemEngine) SetDown(down bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.down = down
 }
 
-// check verifies the target: every event applied exactly once, up to
+// Check verifies the target: every event applied exactly once, up to
 // the source's end. It returns how many were applied.
-func (e *memEngine) check() (int, error) {
+func (e *MemEngine) Check() (int, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
@@ -108,7 +115,8 @@ func (e *memEngine) check() (int, error) {
 	return n, nil
 }
 
-func (e *memEngine) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replicator, error) {
+// Open is Engine.Open: a replicator of the in-memory source and target.
+func (e *MemEngine) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replicator, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.opens++
@@ -118,7 +126,7 @@ func (e *memEngine) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Repli
 	return &memRep{e: e}, nil
 }
 
-type memRep struct{ e *memEngine }
+type memRep struct{ e *MemEngine }
 
 func (r *memRep) ResolveStart(ctx context.Context, start string) (Position, error) {
 	r.e.mu.Lock()
@@ -232,7 +240,7 @@ func (r *memRep) Run(ctx context.Context, from Position, epoch int64, owner stri
 	}
 }
 
-func (e *memEngine) isZombie(owner string) bool {
+func (e *MemEngine) isZombie(owner string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return hasPrefix(e.zombie, owner)
@@ -248,26 +256,7 @@ func hasPrefix(set map[string]bool, owner string) bool {
 	return false
 }
 
-// kill stops the Runs of owners with prefix for good, and waits until
-// none of them applies.
-func (e *memEngine) kill(t testing.TB, prefix string) {
-	t.Helper()
-	e.mu.Lock()
-	e.dead[prefix] = true
-	e.mu.Unlock()
-	waitFor(t, 5*time.Second, prefix+"* to stop applying", func() error {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		for owner, n := range e.running {
-			if n > 0 && strings.HasPrefix(owner, prefix) {
-				return fmt.Errorf("%s applies", owner)
-			}
-		}
-		return nil
-	})
-}
-
-func (e *memEngine) stats() (maxRunning, fenced, opens int, cp Checkpoint) {
+func (e *MemEngine) stats() (maxRunning, fenced, opens int, cp Checkpoint) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.maxRunning, e.fenced, e.opens, e.cp
@@ -275,7 +264,7 @@ func (e *memEngine) stats() (maxRunning, fenced, opens int, cp Checkpoint) {
 
 // takeHandovers returns the hand-over gaps recorded so far and forgets
 // them.
-func (e *memEngine) takeHandovers() []time.Duration {
+func (e *MemEngine) takeHandovers() []time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	h := e.handovers

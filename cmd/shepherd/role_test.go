@@ -14,7 +14,7 @@ import (
 // every case here fails before connecting to anything.
 func runCollectorArgs(t *testing.T, args ...string) error {
 	t.Helper()
-	app := &cli.App{Name: "shepherd", Commands: []*cli.Command{collectorCommand()}, Writer: os.Stderr}
+	app := &cli.App{Name: "shepherd", Commands: []*cli.Command{roleCommand(collectorRole())}, Writer: os.Stderr}
 	return app.Run(append([]string{"shepherd", "collector"}, args...))
 }
 

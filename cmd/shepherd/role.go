@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/proc"
+)
+
+// A role is a part of Shepherd that works through a session: core,
+// scheduler, collector (and the console and the monitor to come). Each is
+// its own command (`shepherd core`) and a section of `shepherd up`'s
+// config, with the same keys: the role's flags.
+type role struct {
+	name        string
+	usage       string
+	description string
+	// flags are the role's own flags, without those of the session and
+	// the HTTP listener that every role shares.
+	flags func() []cli.Flag
+	// setup reads and checks the role's flags and the files they name,
+	// before anything connects, and returns how to start the role.
+	setup func(c *cli.Context, log *slog.Logger) (starter, error)
+	// describe says, in one line for `shepherd up`'s banner, what the
+	// role configured by c does and where.
+	describe func(c *cli.Context) string
+	// upDefaults are the flags `shepherd up` sets, below its data
+	// directory, when the role's section leaves them out, so that
+	// `shepherd up` alone is a working installation.
+	upDefaults func(dataDir string) map[string]string
+}
+
+// starter builds the role on a process's session and HTTP mux and
+// returns its run, which works until ctx ends.
+type starter func(e env) (run func(ctx context.Context) error, err error)
+
+// env is what the roles of a process share.
+type env struct {
+	session *recipe.Session
+	http    *proc.HTTP
+	log     *slog.Logger
+}
+
+// roles are the session roles, in the order `shepherd up` starts them.
+// A new role (the console, the monitor) is a role value and its entry
+// here: its own command and its section of `shepherd up` follow.
+func roles() []role { return []role{coreRole(), schedulerRole(), collectorRole()} }
+
+// roleFlags are every flag of r's own command.
+func roleFlags(r role) []cli.Flag {
+	flags := append([]cli.Flag{proc.ConfigFlag()}, r.flags()...)
+	flags = append(flags, proc.SessionFlags()...)
+	return append(flags, proc.HTTPFlag())
+}
+
+// roleCommand is r as a command of its own: one process, one session, one
+// HTTP listener.
+func roleCommand(r role) *cli.Command {
+	return &cli.Command{
+		Name:        r.name,
+		Usage:       r.usage,
+		Description: r.description,
+		Flags:       roleFlags(r),
+		Before:      proc.Config,
+		Action: func(c *cli.Context) error {
+			log := slog.Default()
+			start, err := r.setup(c, log)
+			if err != nil {
+				return err
+			}
+			ctx, stop := proc.SignalContext(c)
+			defer stop()
+			s, err := proc.Dial(ctx, c, r.name, log)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			h := proc.NewHTTP()
+			h.AddSessionCheck("session", s)
+			run, err := start(env{session: s, http: h, log: log})
+			if err != nil {
+				return err
+			}
+			if addr := c.String(proc.FlagHTTPListen); addr != "" {
+				_, wait, err := h.Serve(ctx, addr, log)
+				if err != nil {
+					return err
+				}
+				defer wait()
+			}
+			began := time.Now()
+			err = run(ctx)
+			log.Info(r.name+" stopped", "ran", time.Since(began).Round(time.Second))
+			return err
+		},
+	}
+}
