@@ -64,7 +64,7 @@ func (a *Admin) LoadJob(ctx context.Context, name string) (Job, error) {
 func decodeStoredJob(name string, data []byte) (Job, error) {
 	j, err := DecodeJob(data)
 	if err != nil {
-		return Job{}, fmt.Errorf("%s: %w", JobPath(name), err)
+		return Job{}, fmt.Errorf("%w (stored at %s)", err, JobPath(name))
 	}
 	if j.Name != name {
 		return Job{}, fmt.Errorf("%w: stored at %s but named %q: store it again under its name (shepherd ctl job add) and remove this one (shepherd ctl job rm %s)",
@@ -266,7 +266,7 @@ func (a *Admin) Jobs(ctx context.Context, runs int) ([]JobStatus, error) {
 		switch {
 		case errors.Is(err, ErrNoSuchJob): // deleted as we looked
 		case errors.Is(err, ErrInvalidJob):
-			byName[n] = &JobStatus{Name: n, Job: Job{Name: n}, Stored: true, Error: err.Error()}
+			byName[n] = &JobStatus{Name: n, Job: Job{Name: n}, Stored: true, Error: statusError(err)}
 		case err != nil:
 			return nil, err
 		default:
@@ -298,7 +298,7 @@ func (a *Admin) Job(ctx context.Context, name string, runs int) (JobStatus, erro
 	switch {
 	case errors.Is(err, ErrNoSuchJob):
 	case errors.Is(err, ErrInvalidJob):
-		js.Stored, js.Error = true, err.Error()
+		js.Stored, js.Error = true, statusError(err)
 	case err != nil:
 		return js, err
 	default:
@@ -317,6 +317,10 @@ func (a *Admin) Job(ctx context.Context, name string, runs int) (JobStatus, erro
 	}
 	return js, nil
 }
+
+// statusError words a refusal for JobStatus.Error, which people read:
+// without the package's prefix.
+func statusError(err error) string { return strings.TrimPrefix(err.Error(), "scheduler: ") }
 
 // addFileJobs adds the jobs of the schedulers' files to byName (those
 // named only, if only is set): a job already there gets the file hosts.
