@@ -38,6 +38,7 @@ func TestInputFileInterruptedBySIGTERM(t *testing.T) {
 		{"collector --config", func(f string) []string { return []string{"collector", "--config", f} }},
 		{"core --config", func(f string) []string { return []string{"core", "--config", f} }},
 		{"coord --config", func(f string) []string { return []string{"coord", "--config", f} }},
+		{"up --config", func(f string) []string { return []string{"up", "--config", f, "--data-dir", filepath.Dir(f)} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fifo := filepath.Join(t.TempDir(), "input.yaml")

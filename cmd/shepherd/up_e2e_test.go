@@ -48,6 +48,9 @@ func TestUpRunsReplicationAndJob(t *testing.T) {
 	data := filepath.Join(dir, "data")
 	up := startProcess(t, bin, "up", "--config", cfgPath, "--data-dir", data)
 	waitHTTP(t, "http://"+web+"/health", "coord: ok", "session: ok")
+	// One listener: the server's metrics and every role's.
+	waitHTTP(t, "http://"+web+"/metrics", "shepherd_coord_znodes", "shepherd_core_", "shepherd_scheduler_", "process_cpu_seconds_total")
+	waitHTTP(t, "http://"+web+"/commands/srvr", "Zookeeper version")
 
 	authFile := filepath.Join(data, "coord", "admin.auth")
 	ctl := func(args ...string) string {
