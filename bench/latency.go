@@ -71,8 +71,12 @@ func mergeRecorders(rs ...*recorder) distribution {
 		}
 		dist.total += float64(r.count)
 	}
-	slices.SortFunc(dist.points, func(a, b weighted) int { return cmp.Compare(a.d, b.d) })
+	dist.sort()
 	return dist
+}
+
+func (dist distribution) sort() {
+	slices.SortFunc(dist.points, func(a, b weighted) int { return cmp.Compare(a.d, b.d) })
 }
 
 // percentile returns the smallest sampled latency at or below which at
