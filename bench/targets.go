@@ -134,6 +134,12 @@ func zooKeeperInstalled() error {
 // ShepherdCoord returns a Target running `binary coord` with its data
 // and log in dir.
 func ShepherdCoord(binary, dir string) Target {
+	return ShepherdCoordAs("shepherd", binary, dir)
+}
+
+// ShepherdCoordAs is ShepherdCoord under another name, for comparing two
+// builds of shepherd side by side.
+func ShepherdCoordAs(name, binary, dir string) Target {
 	binary, dir = absPath(binary), absPath(dir)
 	dataDir := filepath.Join(dir, "data")
 	command := func(addr string) ([]string, error) {
@@ -142,8 +148,8 @@ func ShepherdCoord(binary, dir string) Target {
 		return []string{binary, "coord", "--listen", addr, "--data-dir", dataDir, "--max-client-conns", "0"}, nil
 	}
 	return &processTarget{
-		name: "shepherd",
-		proc: newServerProcess("shepherd", dir, command),
+		name: name,
+		proc: newServerProcess(name, dir, command),
 		check: func() error {
 			if _, err := os.Stat(binary); err != nil {
 				return fmt.Errorf("bench: shepherd binary: %w", err)

@@ -35,7 +35,7 @@ Workloads: ` + strings.Join(bench.WorkloadNames(), ", ") + ` (--compare runs ` +
 			&cli.IntFlag{Name: "pid", Usage: "process id of the --zk server, to measure its CPU and RSS"},
 			&cli.BoolFlag{Name: "compare", Usage: "start the servers named by --target and compare them"},
 			&cli.StringSliceFlag{Name: "target", Value: cli.NewStringSlice("zookeeper", "shepherd"),
-				Usage: "servers --compare starts, the first being the baseline: zookeeper (or zk), shepherd"},
+				Usage: "servers --compare starts, the first being the baseline: zookeeper (or zk), shepherd, or NAME=PATH for the shepherd binary at PATH (to compare two builds)"},
 			&cli.StringFlag{Name: "shepherd-bin", Usage: "shepherd binary for --compare (default: this executable)"},
 			&cli.StringFlag{Name: "work-dir", Usage: "where --compare keeps server data and logs (default: a temporary directory, removed afterwards)"},
 			&cli.StringSliceFlag{Name: "workloads", Usage: "workloads to run (default: all with --zk, " + bench.HarnessWorkloads + " with --compare)"},
@@ -167,15 +167,18 @@ func benchCompare(ctx context.Context, c *cli.Context, o bench.Options, out io.W
 // compareTargets builds the --target list, each in its own directory.
 func compareTargets(c *cli.Context, dir string) ([]bench.Target, error) {
 	var targets []bench.Target
-	for _, name := range c.StringSlice("target") {
+	for _, spec := range c.StringSlice("target") {
+		name, bin, isPath := strings.Cut(spec, "=")
 		sub := filepath.Join(dir, name)
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
-		switch name {
-		case "zookeeper", "zk":
+		switch {
+		case isPath:
+			targets = append(targets, bench.ShepherdCoordAs(name, bin, sub))
+		case name == "zookeeper" || name == "zk":
 			targets = append(targets, bench.ApacheZooKeeper(sub))
-		case "shepherd":
+		case name == "shepherd":
 			bin := c.String("shepherd-bin")
 			if bin == "" {
 				exe, err := os.Executable()
@@ -186,7 +189,7 @@ func compareTargets(c *cli.Context, dir string) ([]bench.Target, error) {
 			}
 			targets = append(targets, bench.ShepherdCoord(bin, sub))
 		default:
-			return nil, fmt.Errorf("bench: --target %q: want zookeeper or shepherd", name)
+			return nil, fmt.Errorf("bench: --target %q: want zookeeper, shepherd or NAME=PATH", spec)
 		}
 	}
 	return targets, nil
