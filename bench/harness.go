@@ -75,6 +75,7 @@ type Measurement struct {
 	P50, P99      time.Duration
 	CPUPerOp      time.Duration
 	SwitchesPerOp float64
+	IOCallsPerOp  float64
 	Window        Window
 	Extra         map[string]string
 }
@@ -113,6 +114,7 @@ func (h Harness) Run(ctx context.Context, out io.Writer) error {
 				}
 				log.Info("bench: harness run", "workload", w, "target", t.Name(), "ops_per_sec", int(m.OpsPerSec),
 					"cpu_per_op", m.CPUPerOp, "switches_per_op", fmt.Sprintf("%.2f", m.SwitchesPerOp),
+					"io_calls_per_op", fmt.Sprintf("%.2f", m.IOCallsPerOp),
 					"server_cpu", fmt.Sprintf("%.0f%%", 100*m.Window.ServerShare()),
 					"generator_cpu", fmt.Sprintf("%.0f%%", 100*m.Window.GeneratorShare()),
 					"stolen", fmt.Sprintf("%.0f%%", 100*m.Window.StolenShare()))
@@ -210,7 +212,7 @@ func (h Harness) describe() string {
 	return fmt.Sprintf("Method: each server runs confined to CPU %s and %d load-generator process(es) (go-zookeeper, %d sessions x %d in flight in all) to CPU %s, "+
 		"affinity set with taskset by the harness and checked in /proc/<pid>/status; both servers are started the same way, in a session of their own (setsid). "+
 		"Every run starts a fresh server, warms it with %v of the same workload (not measured), then measures %v; server CPU is utime+stime from /proc/<pid>/stat "+
-		"and context switches the sum over its threads of /proc/<pid>/task/*/status, both read at the edges of the measured window only. "+
+		"context switches the sum over its threads of /proc/<pid>/task/*/status and read/write system calls syscr+syscw of /proc/<pid>/io, all read at the edges of the measured window only. "+
 		"Each cell is the median of %d runs; the servers take turns within each repeat. "+
 		"A run is clean when the generators used under %.0f%% of their CPUs and other processes (or the hypervisor) took under %.0f%% of the server's.",
 		FormatCPUList(h.Layout.Server), h.Generators, h.Options.Clients, h.Options.InFlight, FormatCPUList(h.Layout.Generator),
@@ -280,7 +282,7 @@ func (h Harness) runOnce(ctx context.Context, t Target, w string) (m Measurement
 		Ops: ops, OpsPerSec: float64(ops) / win.Elapsed.Seconds(),
 		P50: dist.percentile(0.50), P99: dist.percentile(0.99), Window: win, Extra: map[string]string{},
 	}
-	m.CPUPerOp, m.SwitchesPerOp = win.PerOp(ops)
+	m.CPUPerOp, m.SwitchesPerOp, m.IOCallsPerOp = win.PerOp(ops)
 	if len(reports) == 1 {
 		m.Extra = reports[0].Extra
 	}

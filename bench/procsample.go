@@ -21,6 +21,10 @@ type ProcSample struct {
 	// the main thread only), so a multi-threaded server's switches are the
 	// sum over /proc/<pid>/task/*/status.
 	Switches map[int]int64
+	// IOCalls is read- and write-family system calls (syscr+syscw of
+	// /proc/<pid>/io, which counts every thread, live and exited): for a
+	// network server, mostly socket reads and writes.
+	IOCalls int64
 }
 
 // SampleProcess reads pid's CPU time and per-thread context switches.
@@ -30,6 +34,13 @@ func SampleProcess(pid int) (ProcSample, error) {
 		return ProcSample{}, err
 	}
 	s := ProcSample{CPU: cpu, Switches: map[int]int64{}}
+	io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return ProcSample{}, fmt.Errorf("bench: read I/O counters of pid %d: %w", pid, err)
+	}
+	if s.IOCalls, err = parseIOCalls(io); err != nil {
+		return ProcSample{}, fmt.Errorf("pid %d: %w", pid, err)
+	}
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		return ProcSample{}, fmt.Errorf("bench: list threads of pid %d: %w", pid, err)
@@ -70,6 +81,28 @@ func (s ProcSample) switchesSince(before ProcSample) int64 {
 		n += d
 	}
 	return n
+}
+
+// parseIOCalls returns syscr+syscw from the contents of /proc/<pid>/io.
+func parseIOCalls(b []byte) (int64, error) {
+	var total int64
+	found := 0
+	for line := range strings.Lines(string(b)) {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || (name != "syscr" && name != "syscw") {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%w: io %s value %q", ErrProcFormat, name, strings.TrimSpace(rest))
+		}
+		total += n
+		found++
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("%w: io has %d of the syscr and syscw lines", ErrProcFormat, found)
+	}
+	return total, nil
 }
 
 // parseStatusSwitches returns voluntary_ctxt_switches +

@@ -94,6 +94,7 @@ type Window struct {
 	// ServerCPU and ServerSwitches are the server's own.
 	ServerCPU      time.Duration
 	ServerSwitches int64
+	ServerIOCalls  int64
 	// GeneratorCPU is the generator processes' CPU time, summed.
 	GeneratorCPU time.Duration
 	// ServerCPUsOthers is time the server's CPUs ran something other
@@ -117,6 +118,9 @@ func Account(before, after Snapshot, l Layout) (Window, error) {
 		return Window{}, fmt.Errorf("bench: server CPU time went back from %v to %v: was it restarted?", before.Server.CPU, after.Server.CPU)
 	}
 	w.ServerSwitches = after.Server.switchesSince(before.Server)
+	if w.ServerIOCalls = after.Server.IOCalls - before.Server.IOCalls; w.ServerIOCalls < 0 {
+		return Window{}, fmt.Errorf("bench: server I/O call count went back from %d to %d: was it restarted?", before.Server.IOCalls, after.Server.IOCalls)
+	}
 	for i := range after.Generators {
 		d := after.Generators[i] - before.Generators[i]
 		if d < 0 {
@@ -186,10 +190,11 @@ func (w Window) Problems() []string {
 	return p
 }
 
-// PerOp divides the server's CPU time and context switches by ops.
-func (w Window) PerOp(ops int) (cpu time.Duration, switches float64) {
+// PerOp divides the server's CPU time, context switches and read/write
+// system calls by ops.
+func (w Window) PerOp(ops int) (cpu time.Duration, switches, ioCalls float64) {
 	if ops <= 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
-	return w.ServerCPU / time.Duration(ops), float64(w.ServerSwitches) / float64(ops)
+	return w.ServerCPU / time.Duration(ops), float64(w.ServerSwitches) / float64(ops), float64(w.ServerIOCalls) / float64(ops)
 }

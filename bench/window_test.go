@@ -58,6 +58,16 @@ func TestParseStatusSwitchesSumsBothKinds(t *testing.T) {
 	}
 }
 
+func TestParseIOCallsSumsReadsAndWrites(t *testing.T) {
+	n, err := parseIOCalls([]byte("rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 32\nread_bytes: 0\n"))
+	if err != nil || n != 42 {
+		t.Errorf("parseIOCalls = %d, %v; want 42", n, err)
+	}
+	if _, err := parseIOCalls([]byte("rchar: 1\nsyscr: 10\n")); !errors.Is(err, ErrProcFormat) {
+		t.Errorf("io without syscw: error = %v, want ErrProcFormat", err)
+	}
+}
+
 func TestSwitchesSinceSumsThreadsAndCountsNewOnes(t *testing.T) {
 	before := ProcSample{Switches: map[int]int64{10: 100, 11: 50, 12: 7}}
 	// Thread 12 exited (its switches are lost), 13 was born, 11's id
@@ -77,13 +87,13 @@ func syntheticWindow(t *testing.T, genCPUAfter time.Duration, othersTicks, steal
 	t0 := time.Unix(1000, 0)
 	before := Snapshot{
 		At:         t0,
-		Server:     ProcSample{CPU: 10 * time.Second, Switches: map[int]int64{1: 1000, 2: 500}},
+		Server:     ProcSample{CPU: 10 * time.Second, Switches: map[int]int64{1: 1000, 2: 500}, IOCalls: 7000},
 		Generators: []time.Duration{time.Second, 2 * time.Second},
 		CPUs:       mustCPUs(t, 1000, 200, 0, 0, 0, 500),
 	}
 	after := Snapshot{
 		At:         t0.Add(5 * time.Second),
-		Server:     ProcSample{CPU: 12500 * time.Millisecond, Switches: map[int]int64{1: 6000, 2: 5500}},
+		Server:     ProcSample{CPU: 12500 * time.Millisecond, Switches: map[int]int64{1: 6000, 2: 5500}, IOCalls: 107_000},
 		Generators: []time.Duration{time.Second + genCPUAfter/2, 2*time.Second + genCPUAfter/2},
 		// cpu0 busy grows by the server's 250 ticks plus the others'.
 		CPUs: mustCPUs(t, 1000+200+othersTicks, 200+50, 0, 0, stealTicks, 500+400),
@@ -100,9 +110,9 @@ func TestAccountChargesOnlyTheWindowToTheServer(t *testing.T) {
 	if w.Elapsed != 5*time.Second || w.ServerCPU != 2500*time.Millisecond || w.ServerSwitches != 10000 {
 		t.Errorf("window = %+v; want 5s elapsed, 2.5s server CPU, 10000 switches", w)
 	}
-	cpu, sw := w.PerOp(50_000)
-	if cpu != 50*time.Microsecond || sw != 0.2 {
-		t.Errorf("PerOp(50000) = %v, %v; want 50µs and 0.2 switches", cpu, sw)
+	cpu, sw, io := w.PerOp(50_000)
+	if cpu != 50*time.Microsecond || sw != 0.2 || io != 2 {
+		t.Errorf("PerOp(50000) = %v, %v, %v; want 50µs, 0.2 switches and 2 I/O calls", cpu, sw, io)
 	}
 	if w.GeneratorCPU != 4*time.Second || w.ServerCPUsOthers != 500*time.Millisecond {
 		t.Errorf("generator CPU %v, others on server CPU %v; want 4s and 0.5s (0.3s others + 0.2s steal)", w.GeneratorCPU, w.ServerCPUsOthers)
@@ -110,8 +120,8 @@ func TestAccountChargesOnlyTheWindowToTheServer(t *testing.T) {
 	if got := w.ServerShare(); got != 0.5 {
 		t.Errorf("ServerShare = %v, want 0.5", got)
 	}
-	if cpu, sw := w.PerOp(0); cpu != 0 || sw != 0 {
-		t.Errorf("PerOp(0) = %v, %v; want zeros, not a division by zero", cpu, sw)
+	if cpu, sw, io := w.PerOp(0); cpu != 0 || sw != 0 || io != 0 {
+		t.Errorf("PerOp(0) = %v, %v, %v; want zeros, not a division by zero", cpu, sw, io)
 	}
 }
 
