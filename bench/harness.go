@@ -76,6 +76,10 @@ type Measurement struct {
 	CPUPerOp      time.Duration
 	SwitchesPerOp float64
 	IOCallsPerOp  float64
+	// KernelPerOp is all kernel threads' CPU time over the window divided
+	// by the operations: an upper bound of the kernel work (mostly disk)
+	// the server caused outside its own process.
+	KernelPerOp time.Duration
 	Window        Window
 	Extra         map[string]string
 }
@@ -211,8 +215,10 @@ func cpusAllowed(pid int) ([]int, error) {
 func (h Harness) describe() string {
 	return fmt.Sprintf("Method: each server runs confined to CPU %s and %d load-generator process(es) (go-zookeeper, %d sessions x %d in flight in all) to CPU %s, "+
 		"affinity set with taskset by the harness and checked in /proc/<pid>/status; both servers are started the same way, in a session of their own (setsid). "+
-		"Every run starts a fresh server, warms it with %v of the same workload (not measured), then measures %v; server CPU is utime+stime from /proc/<pid>/stat "+
-		"context switches the sum over its threads of /proc/<pid>/task/*/status and read/write system calls syscr+syscw of /proc/<pid>/io, all read at the edges of the measured window only. "+
+		"Every run starts a fresh server, warms it with %v of the same workload (not measured), then measures %v; server CPU is utime+stime from /proc/<pid>/stat, "+
+		"context switches the sum over its threads of /proc/<pid>/task/*/status and read/write calls syscr+syscw of /proc/<pid>/io, all read at the edges of the measured window only. "+
+		"Kernel threads is the CPU time of every kernel thread (kworker, jbd2, ksoftirqd) in the window per op: an upper bound of the disk and network work the server caused outside its process, "+
+		"which on a shared machine includes other processes' too. "+
 		"Each cell is the median of %d runs; the servers take turns within each repeat. "+
 		"A run is clean when the generators used under %.0f%% of their CPUs and other processes (or the hypervisor) took under %.0f%% of the server's.",
 		FormatCPUList(h.Layout.Server), h.Generators, h.Options.Clients, h.Options.InFlight, FormatCPUList(h.Layout.Generator),
@@ -283,6 +289,9 @@ func (h Harness) runOnce(ctx context.Context, t Target, w string) (m Measurement
 		P50: dist.percentile(0.50), P99: dist.percentile(0.99), Window: win, Extra: map[string]string{},
 	}
 	m.CPUPerOp, m.SwitchesPerOp, m.IOCallsPerOp = win.PerOp(ops)
+	if ops > 0 {
+		m.KernelPerOp = win.KernelThreadsCPU / time.Duration(ops)
+	}
 	if len(reports) == 1 {
 		m.Extra = reports[0].Extra
 	}
@@ -302,6 +311,9 @@ func snapshot(pid int, gens []*generatorProc) (Snapshot, error) {
 			return s, fmt.Errorf("generator %d: %w", g.id, err)
 		}
 		s.Generators = append(s.Generators, cpu)
+	}
+	if s.KernelThreads, err = SampleKernelThreads(); err != nil {
+		return s, err
 	}
 	s.CPUs, err = SampleCPUs()
 	return s, err

@@ -87,7 +87,7 @@ func WriteHarnessReport(w io.Writer, method string, rows []HarnessRow) error {
 	}
 	for _, group := range groupHarnessRows(rows) {
 		fmt.Fprintf(&b, "#### %s\n\n", group[0].Workload)
-		cells := [][]string{{"server", "ops/s", "p50", "p99", "CPU µs/op", "ctx switches/op", "read+write calls/op", "server CPU", "generator CPU", "others on server CPU", "clean runs", "CPU/op vs " + group[0].Target, "ops/s vs " + group[0].Target}}
+		cells := [][]string{{"server", "ops/s", "p50", "p99", "CPU µs/op", "kernel threads µs/op", "ctx switches/op", "read+write calls/op", "server CPU", "generator CPU", "others on server CPU", "clean runs", "CPU/op vs " + group[0].Target, "ops/s vs " + group[0].Target}}
 		base := group[0]
 		for i, r := range group {
 			cells = append(cells, harnessCells(r, base, i == 0))
@@ -111,7 +111,7 @@ func harnessCells(r, base HarnessRow, isBase bool) []string {
 		cleanCell += " (" + why + ")"
 	}
 	if len(r.Runs) == 0 {
-		return []string{r.Target, "—", "—", "—", "—", "—", "—", "—", "—", "—", cleanCell, "", ""}
+		return []string{r.Target, "—", "—", "—", "—", "—", "—", "—", "—", "—", "—", cleanCell, "", ""}
 	}
 	ops := median(r.Runs, func(m Measurement) float64 { return m.OpsPerSec })
 	cpu := median(r.Runs, durationOf(func(m Measurement) time.Duration { return m.CPUPerOp }))
@@ -134,6 +134,7 @@ func harnessCells(r, base HarnessRow, isBase bool) []string {
 		formatDuration(time.Duration(median(r.Runs, durationOf(func(m Measurement) time.Duration { return m.P50 })))),
 		formatDuration(time.Duration(median(r.Runs, durationOf(func(m Measurement) time.Duration { return m.P99 })))),
 		fmt.Sprintf("%.1f", cpu/float64(time.Microsecond)),
+		fmt.Sprintf("%.1f", median(r.Runs, durationOf(func(m Measurement) time.Duration { return m.KernelPerOp }))/float64(time.Microsecond)),
 		fmt.Sprintf("%.2f", median(r.Runs, func(m Measurement) float64 { return m.SwitchesPerOp })),
 		fmt.Sprintf("%.2f", median(r.Runs, func(m Measurement) float64 { return m.IOCallsPerOp })),
 		pct(Window.ServerShare), pct(Window.GeneratorShare), pct(Window.StolenShare),

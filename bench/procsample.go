@@ -132,6 +132,53 @@ func parseStatusSwitches(b []byte) (int64, error) {
 	return total, nil
 }
 
+// SampleKernelThreads returns the CPU time all kernel threads (children
+// of kthreadd: kworkers, jbd2, ksoftirqd, …) have used so far. The disk
+// work behind a server's fsyncs (journal commits, unwritten-extent
+// conversion, writeback) runs there, not in the server's process.
+func SampleKernelThreads() (time.Duration, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, fmt.Errorf("bench: list /proc: %w", err)
+	}
+	var total time.Duration
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // exited since the listing
+		}
+		ppid, cpu, err := parseStatParentCPU(b)
+		if err != nil {
+			return 0, fmt.Errorf("pid %s: %w", e.Name(), err)
+		}
+		if ppid == kthreadd {
+			total += cpu
+		}
+	}
+	return total, nil
+}
+
+// kthreadd is the parent of every kernel thread.
+const kthreadd = 2
+
+// parseStatParentCPU returns the parent pid and utime+stime from the
+// contents of /proc/<pid>/stat.
+func parseStatParentCPU(b []byte) (int, time.Duration, error) {
+	cpu, err := parseStatCPU(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	ppid, err := strconv.Atoi(f[1]) // fields 3 (state) and 4 (ppid)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: stat ppid %q", ErrProcFormat, f[1])
+	}
+	return ppid, cpu, nil
+}
+
 // CPUTimes is one CPU's time since boot, from a cpuN line of /proc/stat.
 type CPUTimes struct {
 	// Busy is user+nice+system+irq+softirq: time anything ran on it.

@@ -84,6 +84,8 @@ type Snapshot struct {
 	Server     ProcSample
 	Generators []time.Duration // CPU time of each generator process
 	CPUs       map[int]CPUTimes
+	// KernelThreads is the CPU time of all kernel threads.
+	KernelThreads time.Duration
 }
 
 // Window is what the server, the generators and everyone else did on
@@ -97,6 +99,10 @@ type Window struct {
 	ServerIOCalls  int64
 	// GeneratorCPU is the generator processes' CPU time, summed.
 	GeneratorCPU time.Duration
+	// KernelThreadsCPU is what all kernel threads used, on any CPU: it
+	// holds the disk work the server's fsyncs cause (which the server's
+	// own CPU time does not), and whatever other processes caused.
+	KernelThreadsCPU time.Duration
 	// ServerCPUsOthers is time the server's CPUs ran something other
 	// than the server (other processes, interrupts) plus hypervisor
 	// steal on them: capacity the server was denied.
@@ -128,6 +134,7 @@ func Account(before, after Snapshot, l Layout) (Window, error) {
 		}
 		w.GeneratorCPU += d
 	}
+	w.KernelThreadsCPU = max(0, after.KernelThreads-before.KernelThreads)
 	var busy, steal time.Duration
 	for _, c := range l.Server {
 		b, okB := before.CPUs[c]

@@ -58,6 +58,13 @@ func TestParseStatusSwitchesSumsBothKinds(t *testing.T) {
 	}
 }
 
+func TestParseStatParentCPUFindsKernelThreads(t *testing.T) {
+	ppid, cpu, err := parseStatParentCPU([]byte("77 (kworker/u8:2-ext4-rsv-conversion) I 2 0 0 0 -1 69238880 0 0 0 0 40 28 0 0 20 0 1 0 5 0 0\n"))
+	if err != nil || ppid != kthreadd || cpu != 68*clockTick {
+		t.Errorf("parseStatParentCPU(kworker) = %d, %v, %v; want ppid 2 and 680ms", ppid, cpu, err)
+	}
+}
+
 func TestParseIOCallsSumsReadsAndWrites(t *testing.T) {
 	n, err := parseIOCalls([]byte("rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 32\nread_bytes: 0\n"))
 	if err != nil || n != 42 {
@@ -86,17 +93,19 @@ func syntheticWindow(t *testing.T, genCPUAfter time.Duration, othersTicks, steal
 	l := Layout{Server: []int{0}, Generator: []int{1}}
 	t0 := time.Unix(1000, 0)
 	before := Snapshot{
-		At:         t0,
-		Server:     ProcSample{CPU: 10 * time.Second, Switches: map[int]int64{1: 1000, 2: 500}, IOCalls: 7000},
-		Generators: []time.Duration{time.Second, 2 * time.Second},
-		CPUs:       mustCPUs(t, 1000, 200, 0, 0, 0, 500),
+		At:            t0,
+		Server:        ProcSample{CPU: 10 * time.Second, Switches: map[int]int64{1: 1000, 2: 500}, IOCalls: 7000},
+		Generators:    []time.Duration{time.Second, 2 * time.Second},
+		CPUs:          mustCPUs(t, 1000, 200, 0, 0, 0, 500),
+		KernelThreads: 3 * time.Second,
 	}
 	after := Snapshot{
 		At:         t0.Add(5 * time.Second),
 		Server:     ProcSample{CPU: 12500 * time.Millisecond, Switches: map[int]int64{1: 6000, 2: 5500}, IOCalls: 107_000},
 		Generators: []time.Duration{time.Second + genCPUAfter/2, 2*time.Second + genCPUAfter/2},
 		// cpu0 busy grows by the server's 250 ticks plus the others'.
-		CPUs: mustCPUs(t, 1000+200+othersTicks, 200+50, 0, 0, stealTicks, 500+400),
+		CPUs:          mustCPUs(t, 1000+200+othersTicks, 200+50, 0, 0, stealTicks, 500+400),
+		KernelThreads: 3500 * time.Millisecond,
 	}
 	w, err := Account(before, after, l)
 	if err != nil {
@@ -113,6 +122,9 @@ func TestAccountChargesOnlyTheWindowToTheServer(t *testing.T) {
 	cpu, sw, io := w.PerOp(50_000)
 	if cpu != 50*time.Microsecond || sw != 0.2 || io != 2 {
 		t.Errorf("PerOp(50000) = %v, %v, %v; want 50µs, 0.2 switches and 2 I/O calls", cpu, sw, io)
+	}
+	if w.KernelThreadsCPU != 500*time.Millisecond {
+		t.Errorf("kernel threads CPU %v, want 0.5s", w.KernelThreadsCPU)
 	}
 	if w.GeneratorCPU != 4*time.Second || w.ServerCPUsOthers != 500*time.Millisecond {
 		t.Errorf("generator CPU %v, others on server CPU %v; want 4s and 0.5s (0.3s others + 0.2s steal)", w.GeneratorCPU, w.ServerCPUsOthers)
