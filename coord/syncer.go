@@ -12,6 +12,7 @@ import (
 type syncer struct {
 	s        *Server
 	in       chan *batch
+	free     chan *batch // committed batches, emptied, for the pipeline to refill
 	snapping atomic.Bool // a snapshot is being written
 	failed   bool        // the disk failed: nothing more may be acknowledged
 }
@@ -20,7 +21,31 @@ func newSyncer(s *Server) *syncer {
 	// A short queue: it lets the pipeline prepare the next batch while the
 	// disk syncs this one, and pushes back on the pipeline when the disk is
 	// slower than the clients.
-	return &syncer{s: s, in: make(chan *batch, 2)}
+	return &syncer{s: s, in: make(chan *batch, 2), free: make(chan *batch, 4)}
+}
+
+// reuse returns an empty batch for the pipeline to fill: a committed one
+// if there is one, so that a busy server does not allocate two slices
+// per batch.
+func (y *syncer) reuse() *batch {
+	select {
+	case b := <-y.free:
+		return b
+	default:
+		return &batch{}
+	}
+}
+
+// recycle empties a committed batch and offers it for reuse. Its slices
+// are cleared so that they keep no replies or log records alive.
+func (y *syncer) recycle(b *batch) {
+	clear(b.txns)
+	clear(b.outs)
+	b.txns, b.outs, b.snapshot = b.txns[:0], b.outs[:0], nil
+	select {
+	case y.free <- b:
+	default:
+	}
 }
 
 func (y *syncer) snapshotIdle() bool { return !y.snapping.Load() }
@@ -28,6 +53,7 @@ func (y *syncer) snapshotIdle() bool { return !y.snapping.Load() }
 func (y *syncer) run() {
 	for b := range y.in {
 		y.commit(b)
+		y.recycle(b)
 	}
 }
 
