@@ -135,14 +135,7 @@ func mergeReports(reports []GeneratorReport) (int, distribution) {
 	)
 	for _, r := range reports {
 		ops += r.Ops
-		if len(r.Quantiles) == 0 || r.Ops == 0 {
-			continue
-		}
-		w := float64(r.Ops) / float64(len(r.Quantiles))
-		for _, d := range r.Quantiles {
-			dist.points = append(dist.points, weighted{d, w})
-		}
-		dist.total += float64(r.Ops)
+		dist.add(r.Quantiles, float64(r.Ops))
 	}
 	dist.sort()
 	return ops, dist

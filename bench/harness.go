@@ -80,8 +80,8 @@ type Measurement struct {
 	// by the operations: an upper bound of the kernel work (mostly disk)
 	// the server caused outside its own process.
 	KernelPerOp time.Duration
-	Window        Window
-	Extra         map[string]string
+	Window      Window
+	Extra       map[string]string
 }
 
 // Run measures every workload on every target Repeats times, writes the

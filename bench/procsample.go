@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,35 +86,23 @@ func (s ProcSample) switchesSince(before ProcSample) int64 {
 
 // parseIOCalls returns syscr+syscw from the contents of /proc/<pid>/io.
 func parseIOCalls(b []byte) (int64, error) {
-	var total int64
-	found := 0
-	for line := range strings.Lines(string(b)) {
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok || (name != "syscr" && name != "syscw") {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%w: io %s value %q", ErrProcFormat, name, strings.TrimSpace(rest))
-		}
-		total += n
-		found++
-	}
-	if found != 2 {
-		return 0, fmt.Errorf("%w: io has %d of the syscr and syscw lines", ErrProcFormat, found)
-	}
-	return total, nil
+	return sumNamedValues(b, "syscr", "syscw")
 }
 
 // parseStatusSwitches returns voluntary_ctxt_switches +
 // nonvoluntary_ctxt_switches from the contents of a status file.
 func parseStatusSwitches(b []byte) (int64, error) {
+	return sumNamedValues(b, "voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")
+}
+
+// sumNamedValues adds up the "name: value" lines of a /proc file with
+// the given names, each of which must be there once.
+func sumNamedValues(b []byte, names ...string) (int64, error) {
 	var total int64
 	found := 0
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (name != "voluntary_ctxt_switches" && name != "nonvoluntary_ctxt_switches") {
+	for line := range strings.Lines(string(b)) {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || !slices.Contains(names, name) {
 			continue
 		}
 		n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
@@ -123,11 +112,8 @@ func parseStatusSwitches(b []byte) (int64, error) {
 		total += n
 		found++
 	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("bench: scan status: %w", err)
-	}
-	if found != 2 {
-		return 0, fmt.Errorf("%w: status has %d of the 2 ctxt_switches lines", ErrProcFormat, found)
+	if found != len(names) {
+		return 0, fmt.Errorf("%w: %d of the lines %v", ErrProcFormat, found, names)
 	}
 	return total, nil
 }
