@@ -228,3 +228,34 @@ func TestMergeReportsWeighsGeneratorsByOps(t *testing.T) {
 		t.Errorf("p50, p75, p76 = %v, %v, %v; want 1ns, 1ns, 100ns", p50, p75, p76)
 	}
 }
+
+func TestReportRefusesToCallUncleanRunsClean(t *testing.T) {
+	clean := Measurement{OpsPerSec: 1000, CPUPerOp: 20 * time.Microsecond, Window: syntheticWindow(t, time.Second, 0, 0)}
+	saturated := Measurement{OpsPerSec: 3000, CPUPerOp: 10 * time.Microsecond, Window: syntheticWindow(t, 5*time.Second, 0, 0)}
+	rows := []HarnessRow{
+		{Workload: "get", Target: "zookeeper", Runs: []Measurement{clean, clean}},
+		{Workload: "get", Target: "shepherd", Runs: []Measurement{clean, saturated}, Errors: 1},
+	}
+	var b strings.Builder
+	if err := WriteHarnessReport(&b, "Method.", rows); err != nil {
+		t.Fatal(err)
+	}
+	report := b.String()
+	for _, want := range []string{
+		"**NOT CLEAN: 2 of 5 runs",
+		"| 2/2 ", "| 1/3 (generator saturated 1, failed 1) |",
+		"| 0.75 ", // median CPU per op 15µs against the baseline's 20µs
+		"| 2.00 ", // median 2000 ops/s against 1000
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	b.Reset()
+	if err := WriteHarnessReport(&b, "Method.", rows[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "All 2 runs clean.") || strings.Contains(b.String(), "NOT CLEAN") {
+		t.Errorf("report of clean runs:\n%s", b.String())
+	}
+}
