@@ -121,7 +121,8 @@ func (h Harness) Run(ctx context.Context, out io.Writer) error {
 					"io_calls_per_op", fmt.Sprintf("%.2f", m.IOCallsPerOp),
 					"server_cpu", fmt.Sprintf("%.0f%%", 100*m.Window.ServerShare()),
 					"generator_cpu", fmt.Sprintf("%.0f%%", 100*m.Window.GeneratorShare()),
-					"stolen", fmt.Sprintf("%.0f%%", 100*m.Window.StolenShare()))
+					"stolen", fmt.Sprintf("%.0f%%", 100*m.Window.StolenShare()),
+					"not_clean_because", strings.Join(m.Window.Problems(), "; "))
 				group[i].Runs = append(group[i].Runs, m)
 			}
 		}
@@ -155,8 +156,8 @@ func (h Harness) withDefaults() (Harness, error) {
 			return h, fmt.Errorf("%w: workload %s restarts the server and cannot run in the harness; use --zk", ErrBadOption, w)
 		}
 	}
-	if len(h.GeneratorCommand) == 0 {
-		return h, fmt.Errorf("%w: no generator command", ErrBadOption)
+	if len(h.GeneratorCommand) == 0 || h.Dir == "" {
+		return h, fmt.Errorf("%w: the harness needs a generator command (%q) and a directory for their logs (%q)", ErrBadOption, h.GeneratorCommand, h.Dir)
 	}
 	if h.Repeats == 0 {
 		h.Repeats = DefaultRepeats
