@@ -34,7 +34,8 @@ test: test-deps
 	$(TEST_ENV) $(GO) test $(TEST_FLAGS) ./...
 
 # Side-by-side benchmarks: the coordination server's workloads against
-# Apache ZooKeeper 3.8, lock hand-off with 2, 16 and 128 contenders and
+# Apache ZooKeeper 3.8 (server and load generators on disjoint CPUs, medians
+# of 3, unclean runs marked; see docs/coord.md#benchmark), lock hand-off with 2, 16 and 128 contenders and
 # takeover after a holder's SIGKILL on both servers, collector throughput against cat, replication apply rate
 # and CPU per row (durable and relaxed targets) and steady-state lag against MariaDB's native replica, and
 # failover time.

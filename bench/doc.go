@@ -13,6 +13,15 @@
 // runs unbounded. Latency percentiles come from a reservoir sample of the
 // recorded latencies, sorted, so that long runs keep a fixed memory cost.
 //
+// Harness is the comparison that cannot flatter either server: it runs
+// each server confined to its own CPUs and the load from separate
+// generator processes (ServeGenerator) on the others, warms every fresh
+// server up unmeasured, reads the server's counters (CPU, context
+// switches, read/write calls) and the machine's around the measured
+// window only, reports medians of repeated runs, and marks a run NOT
+// CLEAN when the generators saturated their CPUs or something else took
+// the server's. The pure accounting is in window.go (Account, Window).
+//
 // The package never starts servers on its own initiative: Run loads the
-// address it is given; only Compare starts and stops Targets.
+// address it is given; only Harness starts and stops Targets.
 package bench

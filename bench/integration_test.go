@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,6 +26,14 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(generatorEnv) != "" {
+		// This test binary is the harness's generator process.
+		if err := ServeGenerator(context.Background(), os.Stdin, os.Stdout, slog.Default()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	if shared.target != nil {
 		if err := shared.target.Stop(); err != nil {
@@ -36,9 +46,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// zooKeeper returns the shared ZooKeeper target. Without java it skips
-// the test, unless SHEPHERD_IT is set: then a missing peer is a failure.
-func zooKeeper(t *testing.T) Target {
+// requireZooKeeper skips the test without java and the ZooKeeper jar,
+// unless SHEPHERD_IT is set: then a missing peer is a failure.
+func requireZooKeeper(t *testing.T) {
 	t.Helper()
 	if err := zooKeeperInstalled(); err != nil {
 		if os.Getenv("SHEPHERD_IT") == "" {
@@ -46,6 +56,12 @@ func zooKeeper(t *testing.T) Target {
 		}
 		t.Fatalf("SHEPHERD_IT is set: %v", err)
 	}
+}
+
+// zooKeeper returns the shared ZooKeeper target (see requireZooKeeper).
+func zooKeeper(t *testing.T) Target {
+	t.Helper()
+	requireZooKeeper(t)
 	shared.once.Do(func() {
 		if shared.dir, shared.err = os.MkdirTemp("", "bench-zk-"); shared.err != nil {
 			return
@@ -129,48 +145,6 @@ func checkExtra(t *testing.T, name string, res Result) {
 		d, err := time.ParseDuration(res.Extra["restart"])
 		if err != nil || d <= 0 || res.Extra["znodes"] != "1000" || res.Ops != 1000 {
 			t.Errorf("tree200k: ops %d, extra %v; want 1000 znodes and a restart time", res.Ops, res.Extra)
-		}
-	}
-}
-
-func TestCompareWritesTableAndReportsFailures(t *testing.T) {
-	zk := zooKeeper(t)
-	// A server binary that dies at once, to show a failing target gets an
-	// error row rather than stopping the comparison.
-	dir := t.TempDir()
-	broken := filepath.Join(dir, "broken")
-	if err := os.WriteFile(broken, []byte("#!/bin/sh\necho no such luck >&2\nexit 3\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	targets := []Target{
-		Existing("zk-a", zk.Addr(), zk.PID()),
-		Existing("zk-b", zk.Addr(), zk.PID()),
-		ShepherdCoord(broken, filepath.Join(dir, "run")),
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "run"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	o := shortOptions(zk)
-	o.Duration, o.Warmup = 200*time.Millisecond, 100*time.Millisecond
-	var out strings.Builder
-	err := Compare(context.Background(), targets, []string{"get", "exists"}, o, &out)
-	if !errors.Is(err, ErrServerExited) {
-		t.Errorf("Compare error = %v, want the broken target's ErrServerExited", err)
-	}
-	table := out.String()
-	t.Logf("\n%s", table)
-	rows := 0
-	for _, line := range strings.Split(table, "\n") {
-		if strings.HasPrefix(line, "|") {
-			rows++
-		}
-	}
-	if rows != 2+2*3 {
-		t.Fatalf("table has %d lines, want header, separator and 6 rows", rows)
-	}
-	for _, want := range []string{"| get ", "| exists ", "zk-a", "zk-b", "baseline", "ops/s ", "no such luck", "- exists: "} {
-		if !strings.Contains(table, want) {
-			t.Errorf("table lacks %q", want)
 		}
 	}
 }

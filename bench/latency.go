@@ -62,17 +62,29 @@ type distribution struct {
 func mergeRecorders(rs ...*recorder) distribution {
 	var dist distribution
 	for _, r := range rs {
-		if r == nil || len(r.samples) == 0 {
-			continue
+		if r != nil {
+			dist.add(r.samples, float64(r.count))
 		}
-		w := float64(r.count) / float64(len(r.samples))
-		for _, d := range r.samples {
-			dist.points = append(dist.points, weighted{d, w})
-		}
-		dist.total += float64(r.count)
 	}
-	slices.SortFunc(dist.points, func(a, b weighted) int { return cmp.Compare(a.d, b.d) })
+	dist.sort()
 	return dist
+}
+
+// add puts samples standing for count observations into dist; call
+// sort once everything is added.
+func (dist *distribution) add(samples []time.Duration, count float64) {
+	if len(samples) == 0 || count <= 0 {
+		return
+	}
+	w := count / float64(len(samples))
+	for _, d := range samples {
+		dist.points = append(dist.points, weighted{d, w})
+	}
+	dist.total += count
+}
+
+func (dist distribution) sort() {
+	slices.SortFunc(dist.points, func(a, b weighted) int { return cmp.Compare(a.d, b.d) })
 }
 
 // percentile returns the smallest sampled latency at or below which at

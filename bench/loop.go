@@ -33,10 +33,9 @@ type worker struct {
 // outstanding requests. It measures the phase and returns the Result, in
 // which Ops tells callers that need every operation done whether the time
 // ran out first. The first operation error aborts the loop and is
-// returned.
-func closedLoop(parent context.Context, e *env, phase string, limit int, timeout time.Duration, op func(w *worker) error) (Result, error) {
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	defer cancel()
+// returned. A measured loop (measured is true) is framed by
+// e.startMeasured and e.stopMeasured; setup loops are not.
+func closedLoop(parent context.Context, e *env, phase string, measured bool, limit int, timeout time.Duration, op func(w *worker) error) (Result, error) {
 	total := limit // for progress lines; 0 reads as "bounded by time"
 	if limit <= 0 || limit > maxLoopOps {
 		limit, total = maxLoopOps, 0
@@ -57,11 +56,19 @@ func closedLoop(parent context.Context, e *env, phase string, limit int, timeout
 		firstErr     error
 		wg           sync.WaitGroup
 	)
-	p := newProgress(e.log, phase, total)
-	m, err := startMeter(e.o.PID)
+	start := func(context.Context) (*meter, error) { return startMeter(e.o.PID) }
+	if measured {
+		start = e.startMeasured
+	}
+	m, err := start(parent)
 	if err != nil {
 		return Result{}, err
 	}
+	// The clock starts once the meter has: a measured loop may have
+	// waited for the harness's signal.
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	p := newProgress(e.log, phase, total)
 	for _, w := range workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
@@ -82,7 +89,11 @@ func closedLoop(parent context.Context, e *env, phase string, limit int, timeout
 		})
 	}
 	wg.Wait()
-	if err := m.stop(); err != nil {
+	stop := (*meter).stop
+	if measured {
+		stop = e.stopMeasured
+	}
+	if err := stop(m); err != nil {
 		return Result{}, err
 	}
 	if firstErr != nil {

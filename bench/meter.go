@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -56,6 +57,7 @@ func (m *meter) result(workload string, ops int, dist distribution) Result {
 		P99:      dist.percentile(0.99),
 		RSSBytes: m.rss,
 		Extra:    map[string]string{},
+		dist:     dist,
 	}
 	if m.elapsed > 0 {
 		r.OpsPerSec = float64(ops) / m.elapsed.Seconds()
@@ -72,4 +74,32 @@ func formatRatio(n, d float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f", n/d)
+}
+
+// phaseHooks frame the measured phase of a workload, for a harness that
+// measures from outside: before is called once setup is done and returns
+// when the phase may start; after is called as soon as it has ended,
+// before the workload closes its sessions.
+type phaseHooks struct {
+	before func(context.Context) error
+	after  func()
+}
+
+// startMeasured starts the meter of a measured phase.
+func (e *env) startMeasured(ctx context.Context) (*meter, error) {
+	if h := e.o.hooks; h != nil {
+		if err := h.before(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return startMeter(e.o.PID)
+}
+
+// stopMeasured stops the meter of a measured phase.
+func (e *env) stopMeasured(m *meter) error {
+	err := m.stop()
+	if h := e.o.hooks; h != nil {
+		h.after()
+	}
+	return err
 }

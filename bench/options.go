@@ -72,6 +72,9 @@ type Options struct {
 	Warmup time.Duration
 	// Logger receives progress lines; nil means slog.Default().
 	Logger *slog.Logger
+
+	// hooks, if set, frame the measured phase (see ServeGenerator).
+	hooks *phaseHooks
 }
 
 // withDefaults returns o with zero fields set to their defaults, or an
@@ -139,4 +142,7 @@ type Result struct {
 	// Extra holds workload-specific figures (e.g. "restart",
 	// "notify/release"), already formatted for display.
 	Extra map[string]string
+
+	// dist is the latency sample P50 and P99 come from.
+	dist distribution
 }

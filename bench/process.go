@@ -42,6 +42,8 @@ type serverProcess struct {
 	// command prepares a start on addr (e.g. writes a config file) and
 	// returns the command line.
 	command func(addr string) ([]string, error)
+	// cpus, if set, is the CPU set the server is confined to.
+	cpus []int
 
 	addr     string
 	logStart int64 // size of the log when the current process started
@@ -97,7 +99,7 @@ func (p *serverProcess) start(ctx context.Context) error {
 	}
 	// Not CommandContext: the server's lifetime is Stop's to end, not
 	// that of whichever context happened to start it.
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := pinnedCommand(p.cpus, argv)
 	cmd.Dir = p.dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -115,6 +117,21 @@ func (p *serverProcess) start(ctx context.Context) error {
 		return fmt.Errorf("bench: %s: not ready: %w\n%s", p.name, err, p.logTail())
 	}
 	return nil
+}
+
+// pinnedCommand returns the command that runs argv the way every server
+// and generator is started: in a session and process group of its own
+// (setsid, as a service manager or a shell script starts a daemon; with
+// Linux autogroup that also gives it its own CPU share, whatever the
+// harness's own session does), and, if cpus is set, confined to those
+// CPUs by taskset, which every thread the process creates inherits.
+func pinnedCommand(cpus []int, argv []string) *exec.Cmd {
+	if len(cpus) > 0 {
+		argv = append([]string{"taskset", "-c", FormatCPUList(cpus)}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
 }
 
 // checkAlive returns ErrServerExited once the process has exited.

@@ -17,12 +17,14 @@ import (
 // manifest names the rest of its dependencies.
 const ZooKeeperClasspath = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
 
-// zooKeeperJVMFlags pins what the comparison depends on: the heap cap is
-// zkServer.sh's default (ZK_SERVER_HEAP=1000 MB), so ZooKeeper's RSS is
-// what a stock install shows rather than a quarter of this machine's
-// memory; logging is at WARN so that neither server pays for per-request
-// log lines.
-var zooKeeperJVMFlags = []string{"-Xmx1000m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"}
+// zooKeeperJVMFlags pins what the comparison depends on: the heap is
+// zkServer.sh's default size (ZK_SERVER_HEAP=1000 MB), fixed from the
+// start as the ZooKeeper administrator's guide advises (so that no run
+// pays for growing it), and ZooKeeper's RSS is what a stock install shows
+// rather than a quarter of this machine's memory; logging is at WARN so
+// that neither server pays for per-request log lines. The collector and
+// JIT thread counts are the JVM's own choice for the CPUs it is given.
+var zooKeeperJVMFlags = []string{"-Xms1000m", "-Xmx1000m", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"}
 
 // ErrZooKeeperMissing is returned by the ApacheZooKeeper target's Start
 // when java or the ZooKeeper jar is not installed.
@@ -39,6 +41,9 @@ func (t *processTarget) Name() string { return t.name }
 func (t *processTarget) Addr() string { return t.proc.addr }
 func (t *processTarget) PID() int     { return t.proc.pid() }
 func (t *processTarget) Stop() error  { return t.proc.stop() }
+
+// pin confines the server to cpus from its next start on.
+func (t *processTarget) pin(cpus []int) { t.proc.cpus = cpus }
 
 func (t *processTarget) Start(ctx context.Context) error {
 	if err := t.check(); err != nil {
@@ -129,6 +134,12 @@ func zooKeeperInstalled() error {
 // ShepherdCoord returns a Target running `binary coord` with its data
 // and log in dir.
 func ShepherdCoord(binary, dir string) Target {
+	return ShepherdCoordAs("shepherd", binary, dir)
+}
+
+// ShepherdCoordAs is ShepherdCoord under another name, for comparing two
+// builds of shepherd side by side.
+func ShepherdCoordAs(name, binary, dir string) Target {
 	binary, dir = absPath(binary), absPath(dir)
 	dataDir := filepath.Join(dir, "data")
 	command := func(addr string) ([]string, error) {
@@ -137,8 +148,8 @@ func ShepherdCoord(binary, dir string) Target {
 		return []string{binary, "coord", "--listen", addr, "--data-dir", dataDir, "--max-client-conns", "0"}, nil
 	}
 	return &processTarget{
-		name: "shepherd",
-		proc: newServerProcess("shepherd", dir, command),
+		name: name,
+		proc: newServerProcess(name, dir, command),
 		check: func() error {
 			if _, err := os.Stat(binary); err != nil {
 				return fmt.Errorf("bench: shepherd binary: %w", err)

@@ -147,7 +147,7 @@ const setupBatch = 100
 // unless every piece was done.
 func (e *env) forBatches(ctx context.Context, phase string, n int, op func(w *worker, lo, hi int) error) error {
 	batches := (n + setupBatch - 1) / setupBatch
-	res, err := closedLoop(ctx, e, phase, batches, setupTimeout, func(w *worker) error {
+	res, err := closedLoop(ctx, e, phase, false, batches, setupTimeout, func(w *worker) error {
 		lo := int(w.seq-1) * setupBatch
 		return op(w, lo, min(n, lo+setupBatch))
 	})

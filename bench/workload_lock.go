@@ -46,8 +46,6 @@ func runLock(parent context.Context, e *env) (Result, error) {
 	if e.o.Ops > 0 {
 		limit = int64(e.o.Ops)
 	}
-	ctx, cancel := context.WithTimeout(parent, e.o.Duration)
-	defer cancel()
 	var (
 		st       lockStats
 		wg       sync.WaitGroup
@@ -57,10 +55,12 @@ func runLock(parent context.Context, e *env) (Result, error) {
 		waits    = make([]*recorder, len(e.conns))
 	)
 	p := newProgress(e.log, "lock cycles", e.o.Ops)
-	m, err := startMeter(e.o.PID)
+	m, err := e.startMeasured(parent)
 	if err != nil {
 		return Result{}, err
 	}
+	ctx, cancel := context.WithTimeout(parent, e.o.Duration)
+	defer cancel()
 	for i, conn := range e.conns {
 		handoffs[i], waits[i] = newRecorder(uint64(i)), newRecorder(uint64(i)+1<<32)
 		wg.Go(func() {
@@ -75,7 +75,7 @@ func runLock(parent context.Context, e *env) (Result, error) {
 		})
 	}
 	wg.Wait()
-	if err := m.stop(); err != nil {
+	if err := e.stopMeasured(m); err != nil {
 		return Result{}, err
 	}
 	if firstErr != nil {

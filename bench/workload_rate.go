@@ -16,7 +16,7 @@ func (e *env) key(i int) string { return fmt.Sprintf("%s/k%04d", e.root, i) }
 
 // measure runs the measured closed loop of a rate workload.
 func (e *env) measure(ctx context.Context, op func(w *worker) error) (Result, error) {
-	return closedLoop(ctx, e, "measuring", e.o.Ops, e.o.Duration, op)
+	return closedLoop(ctx, e, "measuring", true, e.o.Ops, e.o.Duration, op)
 }
 
 // withKeys creates the numKeys znodes, then measures op.

@@ -35,7 +35,7 @@ func runTree(ctx context.Context, e *env) (Result, error) {
 		return Result{}, err
 	}
 	timeout := treeTimeFactor * e.o.Duration
-	res, err := closedLoop(ctx, e, "creating znodes", n, timeout, func(w *worker) error {
+	res, err := closedLoop(ctx, e, "creating znodes", true, n, timeout, func(w *worker) error {
 		_, err := w.conn.Create(leaf(int(w.seq-1)), e.value, 0, openACL)
 		return err
 	})

@@ -42,14 +42,14 @@ func runWatchFanout(parent context.Context, e *env) (Result, error) {
 	if e.o.Ops > 0 {
 		maxRounds = max(1, min(maxRounds, e.o.Ops/len(watchers)))
 	}
-	ctx, cancel := context.WithTimeout(parent, e.o.Duration)
-	defer cancel()
 	lastRec, firstRec := newRecorder(1), newRecorder(2)
 	p := newProgress(e.log, "fan-out rounds", maxRounds)
-	m, err := startMeter(e.o.PID)
+	m, err := e.startMeasured(parent)
 	if err != nil {
 		return Result{}, err
 	}
+	ctx, cancel := context.WithTimeout(parent, e.o.Duration)
+	defer cancel()
 	rounds := 0
 	for ; rounds < maxRounds && ctx.Err() == nil; rounds++ {
 		first, last, err := fanoutRound(e, node, watchers)
@@ -60,7 +60,7 @@ func runWatchFanout(parent context.Context, e *env) (Result, error) {
 		lastRec.record(last)
 		p.add(1)
 	}
-	if err := m.stop(); err != nil {
+	if err := e.stopMeasured(m); err != nil {
 		return Result{}, err
 	}
 	if err := parent.Err(); err != nil {

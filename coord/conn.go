@@ -76,22 +76,25 @@ type frame struct {
 	received   time.Time
 }
 
-// encode turns m into a frame.
-func (m *outMsg) encode() frame {
+// encode turns m into a frame, using scratch (which it leaves holding
+// the encoding) to build it: the frame itself is one allocation of
+// exactly its size, where appending to a fresh slice would allocate and
+// copy again each time the reply outgrew it.
+func (m *outMsg) encode(scratch *proto.Encoder) frame {
 	f := frame{closeAfter: m.closeAfter, received: m.received}
 	if m.bare && m.body == nil {
 		f.closeAfter = true // a close marker, nothing to write
 		return f
 	}
-	e := proto.NewEncoder(make([]byte, 0, 64))
-	e.Int(0) // length, patched below
+	scratch.Reset()
+	scratch.Int(0) // length, patched below
 	if !m.bare {
-		m.hdr.Encode(e)
+		m.hdr.Encode(scratch)
 	}
 	if m.body != nil {
-		m.body.Encode(e)
+		m.body.Encode(scratch)
 	}
-	b := e.Bytes()
+	b := append([]byte(nil), scratch.Bytes()...)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	f.b = b
 	return f

@@ -27,7 +27,7 @@ func (p *pipeline) handle(r *request) {
 	if sess == nil {
 		return
 	}
-	p.s.metrics.requests.WithLabelValues(r.hdr.Type.String()).Inc()
+	p.countRequest(r.hdr.Type)
 	switch {
 	case r.malformed && r.hdr.Type == proto.OpMultiRead:
 		p.reply(r, proto.ErrMarshallingError, &proto.MultiResponse{})

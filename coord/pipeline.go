@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/shepherd-dev/shepherd/coord/proto"
 	"github.com/shepherd-dev/shepherd/coord/tree"
 	"github.com/shepherd-dev/shepherd/coord/wal"
@@ -67,17 +69,25 @@ type pipeline struct {
 	reqs      chan *request
 	cur       *batch
 	sinceSnap int
-	lastReap  time.Time
+	// scratch is where replies and events are encoded before being
+	// copied into frames of their exact size.
+	scratch *proto.Encoder
+	// opRequests caches the requests_total counter of each op code, so
+	// that counting a request is not a label lookup.
+	opRequests map[proto.OpCode]prometheus.Counter
+	lastReap   time.Time
 }
 
 func newPipeline(s *Server, t *tree.Tree) *pipeline {
 	p := &pipeline{
-		s:        s,
-		tree:     t,
-		watches:  watch.New(),
-		sessions: make(map[int64]*session),
-		reqs:     make(chan *request, 4096),
-		cur:      &batch{},
+		s:          s,
+		tree:       t,
+		watches:    watch.New(),
+		sessions:   make(map[int64]*session),
+		reqs:       make(chan *request, 4096),
+		cur:        &batch{},
+		scratch:    proto.NewEncoder(make([]byte, 0, 4096)),
+		opRequests: make(map[proto.OpCode]prometheus.Counter),
 	}
 	// Sessions recovered from disk get a full timeout from now, as in
 	// ZooKeeper: their clients may be reconnecting right now.
@@ -173,10 +183,7 @@ func (p *pipeline) flush() {
 	case <-p.s.ctx.Done():
 		return
 	}
-	p.cur = &batch{
-		txns: make([]loggedTxn, 0, len(b.txns)),
-		outs: make([]delivery, 0, len(b.outs)),
-	}
+	p.cur = p.s.syncer.reuse()
 }
 
 // out queues a packet for c, to be sent once the current batch is durable.
@@ -188,7 +195,7 @@ func (p *pipeline) out(c *conn, m outMsg) {
 		return // closed: nobody will write it
 	default:
 	}
-	f := m.encode()
+	f := m.encode(p.scratch)
 	if !c.owe(len(f.b)) {
 		p.s.log.Warn("client is not reading its replies and events; closing its connection",
 			"remote", c.remote, "owed_bytes", c.owed.Load(), "max_bytes", p.s.cfg.MaxQueuedBytes)
@@ -267,6 +274,25 @@ func (p *pipeline) notifyConn(c *conn, typ proto.EventType, path string) {
 	})
 	p.s.metrics.notifications.Inc()
 }
+
+// countRequest counts one request of op in requests_total.
+func (p *pipeline) countRequest(op proto.OpCode) {
+	c := p.opRequests[op]
+	if c == nil {
+		// Unknown op codes are counted too (ZooKeeper answers them), so
+		// the map is bounded by the int32 range a client can send; cap
+		// it at what real clients use so that a client cannot grow it.
+		c = p.s.metrics.requests.WithLabelValues(op.String())
+		if len(p.opRequests) < maxCachedOpCounters {
+			p.opRequests[op] = c
+		}
+	}
+	c.Inc()
+}
+
+// maxCachedOpCounters bounds opRequests; ZooKeeper 3.8 has fewer than 40
+// op codes.
+const maxCachedOpCounters = 64
 
 func (p *pipeline) nextZxid() int64 { return p.tree.LastZxid() + 1 }
 

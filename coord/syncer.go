@@ -12,6 +12,7 @@ import (
 type syncer struct {
 	s        *Server
 	in       chan *batch
+	free     chan *batch // committed batches, emptied, for the pipeline to refill
 	snapping atomic.Bool // a snapshot is being written
 	failed   bool        // the disk failed: nothing more may be acknowledged
 }
@@ -20,42 +21,105 @@ func newSyncer(s *Server) *syncer {
 	// A short queue: it lets the pipeline prepare the next batch while the
 	// disk syncs this one, and pushes back on the pipeline when the disk is
 	// slower than the clients.
-	return &syncer{s: s, in: make(chan *batch, 2)}
+	return &syncer{s: s, in: make(chan *batch, 2), free: make(chan *batch, 4)}
+}
+
+// reuse returns an empty batch for the pipeline to fill: a committed one
+// if there is one, so that a busy server does not allocate two slices
+// per batch.
+func (y *syncer) reuse() *batch {
+	select {
+	case b := <-y.free:
+		return b
+	default:
+		return &batch{}
+	}
+}
+
+// recycle empties a committed batch and offers it for reuse. Its slices
+// are cleared so that they keep no replies or log records alive.
+func (y *syncer) recycle(b *batch) {
+	clear(b.txns)
+	clear(b.outs)
+	b.txns, b.outs, b.snapshot = b.txns[:0], b.outs[:0], nil
+	select {
+	case y.free <- b:
+	default:
+	}
 }
 
 func (y *syncer) snapshotIdle() bool { return !y.snapping.Load() }
 
 func (y *syncer) run() {
+	var group []*batch
 	for b := range y.in {
-		y.commit(b)
+		group = y.gather(append(group[:0], b))
+		y.commit(group)
+		for _, b := range group {
+			y.recycle(b)
+		}
+		clear(group)
 	}
 }
 
-func (y *syncer) commit(b *batch) {
+// gather adds to group the batches already waiting, up to and including
+// the first that carries a snapshot, so that one fsync covers them all:
+// while the disk synced the last group the pipeline kept batching, and
+// syncing each of those batches on its own would cost an fsync (and the
+// wake-ups around it) apiece for no gain in latency, since their replies
+// all wait for the same disk.
+func (y *syncer) gather(group []*batch) []*batch {
+	for group[len(group)-1].snapshot == nil {
+		select {
+		case b, ok := <-y.in:
+			if !ok {
+				return group
+			}
+			group = append(group, b)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+// commit makes the group's transactions durable with one fsync, then
+// releases the batches' replies and starts their snapshot, in order.
+func (y *syncer) commit(group []*batch) {
 	if y.failed {
 		return
 	}
 	store := y.s.store
-	if len(b.txns) > 0 {
+	txns := 0
+	for _, b := range group {
 		for _, t := range b.txns {
 			if err := store.Append(t.zxid, t.data); err != nil {
 				y.fail(fmt.Errorf("append zxid %#x: %w", t.zxid, err))
 				return
 			}
 		}
+		txns += len(b.txns)
+	}
+	if txns > 0 {
 		started := time.Now()
 		if err := store.Sync(); err != nil {
 			y.fail(fmt.Errorf("fsync transaction log: %w", err))
 			return
 		}
 		y.s.metrics.fsyncSeconds.Observe(time.Since(started).Seconds())
-		y.s.metrics.batchTxns.Observe(float64(len(b.txns)))
+		y.s.metrics.batchTxns.Observe(float64(txns))
 	}
-	for _, d := range b.outs {
-		d.conn.send(d.frame)
-	}
-	if b.snapshot != nil {
-		y.snapshot(b)
+	for _, b := range group {
+		for _, d := range b.outs {
+			d.conn.send(d.frame)
+		}
+		// Only the last batch of a group can carry a snapshot (see
+		// gather), so every transaction it covers is durable and none
+		// after it has been appended: the snapshot's new log segment
+		// starts right after it, as when batches were synced one by one.
+		if b.snapshot != nil {
+			y.snapshot(b)
+		}
 	}
 }
 
