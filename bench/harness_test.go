@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,7 @@ func TestHarnessMeasuresPinnedServerAndReportsFailedTarget(t *testing.T) {
 		Workloads: []string{"get"},
 		Options: Options{
 			Clients: 4, InFlight: 2, Duration: 500 * time.Millisecond, Warmup: 200 * time.Millisecond,
-			Logger: testLogger(t),
+			Logger: coordtest.Logger(t),
 		},
 		Repeats:          1,
 		Generators:       2,
