@@ -3,12 +3,13 @@ package bench
 import (
 	"context"
 	"errors"
-	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // generatorEnv makes the test binary serve as a generator process (see

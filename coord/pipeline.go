@@ -275,24 +275,29 @@ func (p *pipeline) notifyConn(c *conn, typ proto.EventType, path string) {
 	p.s.metrics.notifications.Inc()
 }
 
-// countRequest counts one request of op in requests_total.
+// countRequest counts one request of op in requests_total. Op codes
+// outside the protocol share the label "unknown": a client may send any
+// int32, and one label per value would let it grow the metric without
+// bound.
 func (p *pipeline) countRequest(op proto.OpCode) {
+	if !op.Known() {
+		op = unknownOp
+	}
 	c := p.opRequests[op]
 	if c == nil {
-		// Unknown op codes are counted too (ZooKeeper answers them), so
-		// the map is bounded by the int32 range a client can send; cap
-		// it at what real clients use so that a client cannot grow it.
-		c = p.s.metrics.requests.WithLabelValues(op.String())
-		if len(p.opRequests) < maxCachedOpCounters {
-			p.opRequests[op] = c
+		label := op.String()
+		if op == unknownOp {
+			label = "unknown"
 		}
+		c = p.s.metrics.requests.WithLabelValues(label)
+		p.opRequests[op] = c
 	}
 	c.Inc()
 }
 
-// maxCachedOpCounters bounds opRequests; ZooKeeper 3.8 has fewer than 40
-// op codes.
-const maxCachedOpCounters = 64
+// unknownOp stands for every op code outside the protocol in opRequests,
+// which therefore holds at most one entry per known op code plus one.
+const unknownOp proto.OpCode = -1 << 31
 
 func (p *pipeline) nextZxid() int64 { return p.tree.LastZxid() + 1 }
 

@@ -466,3 +466,43 @@ func TestAdminCredentialGenerated(t *testing.T) {
 		t.Errorf("admin.auth written to the data dir although --admin-auth-file was given: %v", err)
 	}
 }
+
+// An attacker sending every op code it can think of must not grow the
+// server's metrics: op codes outside the protocol share one label.
+func TestUnknownOpCodesShareOneMetricLabel(t *testing.T) {
+	srv := startServer(t, testConfig(t.TempDir()))
+	const sent = 50
+	for i := range sent {
+		rc := dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)})
+		// The server may answer with an error or close the connection:
+		// either way the request was counted.
+		rc.xid++
+		e := proto.NewEncoder(nil)
+		(&proto.RequestHeader{Xid: rc.xid, Type: proto.OpCode(10000 + i)}).Encode(e)
+		rc.write(e.Bytes())
+		rc.read() //nolint:errcheck // only waiting for the server to handle it
+	}
+	families, err := srv.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "shepherd_coord_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				labels[l.GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if labels["unknown"] != sent {
+		t.Errorf("requests_total{op=unknown} = %v, want %d (labels: %v)", labels["unknown"], sent, labels)
+	}
+	for l := range labels {
+		if strings.HasPrefix(l, "op(") {
+			t.Errorf("requests_total has a label per unknown op code: %q", l)
+		}
+	}
+}

@@ -58,6 +58,12 @@ var opNames = map[OpCode]string{
 	OpCloseSession: "closeSession", OpError: "error",
 }
 
+// Known reports whether o is an op code of ZooKeeper's protocol.
+func (o OpCode) Known() bool {
+	_, ok := opNames[o]
+	return ok
+}
+
 func (o OpCode) String() string {
 	if n, ok := opNames[o]; ok {
 		return n
