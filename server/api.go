@@ -1,0 +1,496 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/shepherd-dev/shepherd/collector"
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/scheduler"
+	"github.com/shepherd-dev/shepherd/server/audit"
+	"github.com/shepherd-dev/shepherd/server/auth"
+)
+
+// routes installs every route; the OpenAPI document lists the same
+// (a test keeps the two in step).
+func (s *Server) routes() {
+	s.public("GET /health", http.HandlerFunc(s.health))
+	s.public("GET /login", http.HandlerFunc(s.loginPage))
+	s.public("POST /login", http.HandlerFunc(s.login))
+	s.public("POST /logout", http.HandlerFunc(s.logout))
+	s.public("GET /static/", staticHandler())
+	s.public("GET /api/v1/openapi.json", http.HandlerFunc(serveOpenAPI))
+
+	s.handle("GET /api/v1/me", auth.Viewer, s.apiMe)
+	s.handle("GET /api/v1/tasks", auth.Viewer, s.apiTasks)
+	s.handle("POST /api/v1/tasks", auth.Admin, s.apiCreateTask)
+	s.handle("POST /api/v1/tasks:validate", auth.Operator, s.apiValidate)
+	s.handle("GET /api/v1/tasks/{task}", auth.Viewer, s.apiTask)
+	s.handle("PUT /api/v1/tasks/{task}", auth.Admin, s.apiUpdateTask)
+	s.handle("DELETE /api/v1/tasks/{task}", auth.Admin, s.apiDeleteTask)
+	s.handle("POST /api/v1/tasks/{task}/start", auth.Operator, s.apiTaskState(core.DesiredRunning))
+	s.handle("POST /api/v1/tasks/{task}/stop", auth.Operator, s.apiTaskState(core.DesiredStopped))
+	s.handle("POST /api/v1/tasks/{task}/handover", auth.Operator, s.apiHandover)
+	s.handle("POST /api/v1/tasks/{task}/reset-position", auth.Admin, s.apiResetPosition)
+	s.handle("GET /api/v1/jobs", auth.Viewer, s.apiJobs)
+	s.handle("GET /api/v1/jobs/{job}", auth.Viewer, s.apiJob)
+	s.handle("GET /api/v1/jobs/{job}/runs", auth.Viewer, s.apiJobRuns)
+	s.handle("POST /api/v1/jobs/{job}/run", auth.Operator, s.apiJobRun)
+	s.handle("POST /api/v1/jobs/{job}/pause", auth.Operator, s.apiJobPause(true))
+	s.handle("POST /api/v1/jobs/{job}/resume", auth.Operator, s.apiJobPause(false))
+	s.handle("GET /api/v1/collectors", auth.Viewer, s.apiCollectors)
+	s.handle("GET /api/v1/sources", auth.Viewer, s.apiSources)
+	s.handle("POST /api/v1/sources", auth.Admin, s.apiChangeSources)
+	s.handle("GET /api/v1/coord", auth.Viewer, s.apiCoord)
+	s.handle("GET /api/v1/audit", auth.Viewer, s.apiAudit)
+	s.handle("GET /api/v1/events", auth.Viewer, s.apiEvents)
+
+	s.uiRoutes()
+}
+
+// public installs a route that needs no login.
+func (s *Server) public(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.Handle(pattern, h)
+}
+
+// health answers 200 while the coordination session is connected.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	st := s.deps.Session.State()
+	if !st.Connected() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "session": st.String()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "session": st.String()})
+}
+
+func (s *Server) apiMe(w http.ResponseWriter, r *http.Request, p principal) error {
+	writeJSON(w, http.StatusOK, map[string]any{"user": p.User, "role": p.Role, "via": p.Via, "readOnly": s.cfg.ReadOnly})
+	return nil
+}
+
+// snapshot is the newest snapshot, or 503 before the first.
+func (s *Server) snapshot() (*Snapshot, error) {
+	snap := s.deps.Feed.Latest()
+	if snap == nil {
+		return nil, errorf(http.StatusServiceUnavailable, "not_ready", "the console has not read the cluster yet: retry in a moment")
+	}
+	return snap, nil
+}
+
+// redactStatus returns ts with its spec's passwords hidden.
+func redactStatus(ts core.TaskStatus) core.TaskStatus {
+	ts.Spec = redactSpec(ts.Spec)
+	return ts
+}
+
+func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request, p principal) error {
+	snap, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	out := make([]core.TaskStatus, len(snap.Tasks))
+	for i, ts := range snap.Tasks {
+		out[i] = redactStatus(ts)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"readAt": snap.ReadAt, "tasks": out, "error": snap.Errors["tasks"]})
+	return nil
+}
+
+// etag is a task node's version as an entity tag.
+func etag(version int32) string { return `"` + strconv.Itoa(int(version)) + `"` }
+
+// ifMatch reads the If-Match header: the version the client read.
+func ifMatch(r *http.Request) (int32, error) {
+	h := strings.TrimSpace(r.Header.Get("If-Match"))
+	if h == "" {
+		return 0, errorf(http.StatusPreconditionRequired, "if_match_required", "send If-Match with the ETag of the task as read (GET /api/v1/tasks/{task}), so that a concurrent change is not overwritten")
+	}
+	v, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(h, "W/"), `"`), 10, 32)
+	if err != nil {
+		return 0, errorf(http.StatusBadRequest, "invalid", "If-Match "+strconv.Quote(h)+": want the ETag of GET /api/v1/tasks/{task}")
+	}
+	return int32(v), nil
+}
+
+// taskView is one task as the API shows it.
+type taskView struct {
+	core.TaskStatus
+	Version int32 `json:"specVersion"`
+}
+
+// readTask is a task's status from the snapshot — or, for a task newer
+// than the snapshot, read now — with its spec node's version.
+func (s *Server) readTask(ctx context.Context, name string) (taskView, error) {
+	_, version, err := s.tasks.TaskVersion(ctx, name)
+	if err != nil && !errors.Is(err, core.ErrInvalidSpec) {
+		return taskView{}, err
+	}
+	snap, serr := s.snapshot()
+	ts, ok := core.TaskStatus{}, false
+	if serr == nil {
+		ts, ok = snap.Task(name)
+	}
+	if !ok {
+		if ts, err = s.tasks.Task(ctx, name); err != nil {
+			return taskView{}, err
+		}
+	}
+	return taskView{TaskStatus: redactStatus(ts), Version: version}, nil
+}
+
+func (s *Server) apiTask(w http.ResponseWriter, r *http.Request, p principal) error {
+	tv, err := s.readTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", etag(tv.Version))
+	writeJSON(w, http.StatusOK, tv)
+	return nil
+}
+
+// readSpec decodes a task spec body: the JSON of `ctl task add`.
+func readSpec(w http.ResponseWriter, r *http.Request) (*core.Spec, error) {
+	data, err := readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	return core.ParseSpec(data)
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	var raw json.RawMessage
+	if err := readJSON(w, r, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+func (s *Server) apiCreateTask(w http.ResponseWriter, r *http.Request, p principal) error {
+	sp, err := readSpec(w, r)
+	if err == nil {
+		err = s.tasks.AddTask(r.Context(), sp, false)
+	}
+	name := ""
+	if sp != nil {
+		name = sp.Name
+	}
+	s.record(r, p, "task.create", "task/"+name, nil, redactSpec(sp), err)
+	if err != nil {
+		return err
+	}
+	tv, err := s.readTask(r.Context(), sp.Name)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", etag(tv.Version))
+	w.Header().Set("Location", "/api/v1/tasks/"+sp.Name)
+	writeJSON(w, http.StatusCreated, tv)
+	return nil
+}
+
+func (s *Server) apiUpdateTask(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	version, err := ifMatch(r)
+	if err != nil {
+		return err
+	}
+	sp, err := readSpec(w, r)
+	if err != nil {
+		return err
+	}
+	if sp.Name != name {
+		return errorf(http.StatusBadRequest, "invalid", fmt.Sprintf("spec name %q in the body of PUT /api/v1/tasks/%s: a task cannot be renamed", sp.Name, name))
+	}
+	old, _, err := s.tasks.TaskVersion(r.Context(), name)
+	if err != nil && !errors.Is(err, core.ErrInvalidSpec) {
+		return err
+	}
+	keepPasswords(sp, old)
+	err = s.tasks.UpdateTask(r.Context(), sp, version)
+	s.record(r, p, "task.update", "task/"+name, redactSpec(old), redactSpec(sp), err)
+	if err != nil {
+		return err
+	}
+	return s.apiTask(w, r, p)
+}
+
+// keepPasswords puts the stored passwords back where an edited spec
+// still holds the redacted placeholder it was shown.
+func keepPasswords(sp, old *core.Spec) {
+	if old == nil {
+		return
+	}
+	if sp.Source.Password == redactedPassword {
+		sp.Source.Password = old.Source.Password
+	}
+	if sp.Target.Password == redactedPassword {
+		sp.Target.Password = old.Target.Password
+	}
+}
+
+func (s *Server) apiDeleteTask(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	old, version, err := s.tasks.TaskVersion(r.Context(), name)
+	if err != nil && !errors.Is(err, core.ErrInvalidSpec) {
+		return err
+	}
+	if r.Header.Get("If-Match") != "" {
+		want, err := ifMatch(r)
+		if err != nil {
+			return err
+		}
+		if want != version {
+			return errorf(http.StatusPreconditionFailed, "version_conflict", fmt.Sprintf("task %s is at version %d, not %d: read it again", name, version, want))
+		}
+	}
+	err = s.tasks.RemoveTask(r.Context(), name)
+	s.record(r, p, "task.delete", "task/"+name, redactSpec(old), nil, err)
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) apiTaskState(state string) handler {
+	return func(w http.ResponseWriter, r *http.Request, p principal) error {
+		name := r.PathValue("task")
+		before, _, err := s.tasks.TaskVersion(r.Context(), name)
+		if err != nil {
+			return err
+		}
+		action := map[string]string{core.DesiredRunning: "task.start", core.DesiredStopped: "task.stop"}[state]
+		err = s.tasks.SetState(r.Context(), name, state)
+		s.record(r, p, action, "task/"+name, map[string]string{"state": before.State}, map[string]string{"state": state}, err)
+		if err != nil {
+			return err
+		}
+		return s.apiTask(w, r, p)
+	}
+}
+
+func (s *Server) apiHandover(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	h, err := s.tasks.Handover(r.Context(), name)
+	s.record(r, p, "task.handover", "task/"+name, map[string]string{"owner": h.From}, map[string]string{"next": h.To}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, h)
+	return nil
+}
+
+// resetRequest is the body of reset-position. Confirm must repeat the
+// task's name: the UI asks for it, so a slip of the mouse cannot move a
+// position.
+type resetRequest struct {
+	Position string `json:"position"`
+	Confirm  string `json:"confirm"`
+}
+
+func (s *Server) apiResetPosition(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	var req resetRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Confirm != name {
+		return errorf(http.StatusBadRequest, "confirm", fmt.Sprintf("confirm %q: type the task's name, %q, to reset its position", req.Confirm, name))
+	}
+	pos, err := core.ParsePosition(req.Position)
+	if err != nil {
+		return err
+	}
+	res, err := s.tasks.ResetPosition(r.Context(), name, pos, s.deps.Engine, s.log)
+	s.record(r, p, "task.reset-position", "task/"+name, map[string]string{"position": res.Before.String()}, map[string]string{"position": pos.String()}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) apiValidate(w http.ResponseWriter, r *http.Request, p principal) error {
+	sp, err := readSpec(w, r)
+	if err != nil {
+		return err
+	}
+	if old, _, err := s.tasks.TaskVersion(r.Context(), sp.Name); err == nil {
+		keepPasswords(sp, old)
+	}
+	rep, err := s.deps.Validate(r.Context(), sp)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+func (s *Server) apiJobs(w http.ResponseWriter, r *http.Request, p principal) error {
+	snap, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"readAt": snap.ReadAt, "jobs": snap.Jobs, "schedulers": snap.Schedulers, "error": snap.Errors["jobs"]})
+	return nil
+}
+
+func (s *Server) job(name string) (JobStatus, error) {
+	snap, err := s.snapshot()
+	if err != nil {
+		return JobStatus{}, err
+	}
+	j, ok := snap.Job(name)
+	if !ok {
+		return JobStatus{}, fmt.Errorf("%w: %s", scheduler.ErrNoSuchJob, name)
+	}
+	return j, nil
+}
+
+func (s *Server) apiJob(w http.ResponseWriter, r *http.Request, p principal) error {
+	j, err := s.job(r.PathValue("job"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, j)
+	return nil
+}
+
+func (s *Server) apiJobRuns(w http.ResponseWriter, r *http.Request, p principal) error {
+	j, err := s.job(r.PathValue("job"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, j.Runs)
+	return nil
+}
+
+func (s *Server) apiJobRun(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("job")
+	if _, err := s.job(name); err != nil {
+		return err
+	}
+	key, err := scheduler.Trigger(r.Context(), s.deps.Session, name, s.deps.Now())
+	s.record(r, p, "job.run", "job/"+name, nil, map[string]string{"runKey": key}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"job": name, "runKey": key})
+	return nil
+}
+
+func (s *Server) apiJobPause(paused bool) handler {
+	return func(w http.ResponseWriter, r *http.Request, p principal) error {
+		name := r.PathValue("job")
+		j, err := s.job(name)
+		if err != nil {
+			return err
+		}
+		err = scheduler.SetPaused(r.Context(), s.deps.Session, name, paused)
+		action := map[bool]string{true: "job.pause", false: "job.resume"}[paused]
+		s.record(r, p, action, "job/"+name, map[string]bool{"paused": j.Paused}, map[string]bool{"paused": paused}, err)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"job": name, "paused": paused})
+		return nil
+	}
+}
+
+func (s *Server) apiCollectors(w http.ResponseWriter, r *http.Request, p principal) error {
+	snap, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"readAt": snap.ReadAt, "collectors": snap.Collectors, "error": snap.Errors["collectors"]})
+	return nil
+}
+
+func (s *Server) apiSources(w http.ResponseWriter, r *http.Request, p principal) error {
+	snap, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"readAt": snap.ReadAt, "sources": snap.Sources})
+	return nil
+}
+
+// sourcesChange is the body of POST /api/v1/sources.
+type sourcesChange struct {
+	Add    []string `json:"add"`
+	Remove []string `json:"remove"`
+}
+
+func (s *Server) apiChangeSources(w http.ResponseWriter, r *http.Request, p principal) error {
+	var req sourcesChange
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	if len(req.Add)+len(req.Remove) == 0 || len(req.Add)+len(req.Remove) > 1000 {
+		return errorf(http.StatusBadRequest, "invalid", "give 1 to 1000 URIs in add and remove")
+	}
+	for _, u := range req.Add {
+		if err := collector.ValidateSource(u); err != nil {
+			return errorf(http.StatusBadRequest, "invalid", err.Error())
+		}
+	}
+	var added, removed int
+	var err error
+	if len(req.Add) > 0 {
+		added, err = collector.AddSources(r.Context(), s.deps.Session, req.Add...)
+	}
+	if err == nil && len(req.Remove) > 0 {
+		removed, err = collector.RemoveSources(r.Context(), s.deps.Session, req.Remove...)
+	}
+	s.record(r, p, "sources.change", "sources", map[string][]string{"remove": req.Remove}, map[string][]string{"add": req.Add}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"added": added, "removed": removed})
+	return nil
+}
+
+func (s *Server) apiCoord(w http.ResponseWriter, r *http.Request, p principal) error {
+	snap, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"readAt": snap.ReadAt, "servers": snap.Coord, "session": s.deps.Session.State().String()})
+	return nil
+}
+
+func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request, p principal) error {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return errorf(http.StatusBadRequest, "invalid", "limit "+strconv.Quote(v)+": want 1 to 1000")
+		}
+		limit = n
+	}
+	entries, err := s.audit.List(r.Context(), limit, r.URL.Query().Get("before"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
+	return nil
+}
+
+// record writes an audit entry of a mutating action; a failed write is
+// logged (the action has happened and cannot be undone for it).
+func (s *Server) record(r *http.Request, p principal, action, target string, before, after any, err error) {
+	e := audit.Entry{Time: s.deps.Now().UTC(), User: p.User, Role: string(p.Role), Via: p.Via, Remote: clientAddr(r),
+		Action: action, Target: target, Before: before, After: after}
+	if err != nil {
+		e.Error = err.Error()
+	}
+	if werr := s.audit.Write(context.WithoutCancel(r.Context()), e); werr != nil {
+		s.log.Error("audit entry not written", "action", action, "target", target, "user", p.User, "err", werr)
+	}
+}

@@ -1,0 +1,170 @@
+// Shepherd console: confirmations and actions through the JSON API, the
+// task form, and live updates from /api/v1/events. No framework, no
+// build step; the page works (read-only) without it.
+"use strict";
+
+function flash(msg, bad) {
+  const el = document.getElementById("flash");
+  if (!el) return;
+  el.textContent = msg;
+  el.className = bad ? "flash bad" : "flash";
+  el.hidden = false;
+}
+
+async function api(method, url, body, headers) {
+  const h = Object.assign({"Content-Type": "application/json"}, headers || {});
+  const res = await fetch(url, {method, headers: h, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body)});
+  let data = null;
+  const text = await res.text();
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = {error: {message: text}}; }
+  if (!res.ok) {
+    throw new Error((data && data.error && data.error.message) || res.statusText);
+  }
+  return {data, res};
+}
+
+function wireActions() {
+  for (const b of document.querySelectorAll("[data-action]")) {
+    b.addEventListener("click", async (ev) => {
+      ev.preventDefault();
+      if (b.dataset.confirm && !window.confirm(b.dataset.confirm)) return;
+      b.disabled = true;
+      try {
+        const {data} = await api(b.dataset.method || "POST", b.dataset.action, b.dataset.method === "DELETE" ? undefined : {});
+        if (b.dataset.then) { window.location = b.dataset.then; return; }
+        flash("Done: " + b.textContent.trim() + (data && data.runKey ? " (run " + data.runKey + ")" : ""));
+      } catch (e) {
+        flash(e.message, true);
+      } finally {
+        b.disabled = false;
+      }
+    });
+  }
+  const reset = document.getElementById("reset-form");
+  if (reset) {
+    reset.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const f = new FormData(reset);
+      try {
+        const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(reset.dataset.task) + "/reset-position",
+          {position: f.get("position"), confirm: f.get("confirm")});
+        flash("Position reset from " + data.before.file + ":" + data.before.pos);
+      } catch (e) {
+        flash(e.message, true);
+      }
+    });
+  }
+}
+
+function lines(s) {
+  return (s || "").split("\n").map((x) => x.trim()).filter((x) => x);
+}
+
+// specFromForm builds the task spec (the JSON `ctl task add` takes).
+function specFromForm(form) {
+  const f = new FormData(form);
+  const ep = (p) => {
+    const e = {host: f.get(p + ".host"), port: Number(f.get(p + ".port")) || 3306, user: f.get(p + ".user"), flavor: f.get(p + ".flavor")};
+    if (f.get(p + ".password")) e.password = f.get(p + ".password");
+    if (f.get(p + ".passwordFile")) e.passwordFile = f.get(p + ".passwordFile");
+    return e;
+  };
+  const sp = {version: 1, name: f.get("name"), source: ep("source"), target: ep("target"),
+    filter: {include: lines(f.get("filter.include")), exclude: lines(f.get("filter.exclude"))},
+    start: f.get("start"), state: f.get("state"), standby: {mode: f.get("standby.mode")}};
+  if (f.get("standby.group")) sp.standby.group = f.get("standby.group");
+  return sp;
+}
+
+function showValidation(rep) {
+  const out = document.getElementById("validate-result");
+  out.replaceChildren();
+  const h = document.createElement("p");
+  h.id = "validate-verdict";
+  h.className = rep.ok ? "ok" : "bad";
+  h.textContent = rep.ok ? "All checks passed." : "Some checks failed.";
+  out.append(h);
+  const ul = document.createElement("ul");
+  for (const c of rep.checks) {
+    const li = document.createElement("li");
+    li.className = c.ok ? "ok" : "bad";
+    li.textContent = (c.ok ? "✓ " : "✗ ") + c.name + ": " + c.detail;
+    ul.append(li);
+  }
+  out.append(ul);
+  if (rep.tables && rep.tables.length) {
+    const p = document.createElement("p");
+    p.textContent = "Tables selected: " + rep.tables.join(", ") + (rep.moreTables ? " and " + rep.moreTables + " more" : "");
+    out.append(p);
+  }
+  out.hidden = false;
+}
+
+function wireTaskForm() {
+  const form = document.getElementById("task-form");
+  if (!form) return;
+  document.getElementById("test-connection").addEventListener("click", async () => {
+    if (!form.reportValidity()) return;
+    try {
+      const {data} = await api("POST", "/api/v1/tasks:validate", specFromForm(form));
+      showValidation(data);
+    } catch (e) {
+      flash(e.message, true);
+    }
+  });
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const sp = specFromForm(form);
+    try {
+      if (form.dataset.edit) {
+        await api("PUT", "/api/v1/tasks/" + encodeURIComponent(form.dataset.edit), sp, {"If-Match": '"' + form.dataset.version + '"'});
+      } else {
+        await api("POST", "/api/v1/tasks", sp);
+      }
+      window.location = "/tasks/" + encodeURIComponent(sp.name);
+    } catch (e) {
+      flash(e.message, true);
+    }
+  });
+}
+
+function setField(kind, name, field, value) {
+  for (const el of document.querySelectorAll("[data-" + kind + "]")) {
+    if (el.dataset[kind] === name && el.dataset.field === field) {
+      const v = value === undefined || value === null ? "" : String(value);
+      if (el.textContent !== v) el.textContent = v;
+    }
+  }
+}
+
+function liveUpdates() {
+  if (document.body.dataset.live !== "on" || !window.EventSource) return;
+  const status = document.getElementById("live-status");
+  const es = new EventSource("/api/v1/events");
+  es.onopen = () => { if (status) status.textContent = "live"; };
+  es.onerror = () => { if (status) status.textContent = "live updates reconnecting…"; };
+  es.addEventListener("snapshot", (ev) => {
+    const s = JSON.parse(ev.data);
+    const readAt = document.getElementById("readAt");
+    if (readAt) readAt.textContent = s.readAt.replace("T", " ").replace(/\.\d+Z$/, "Z");
+    for (const t of s.tasks) {
+      for (const k of ["state", "desired", "owner", "position", "lag", "error"]) setField("task", t.name, k, t[k]);
+    }
+    for (const j of s.jobs) {
+      setField("job", j.name, "paused", j.paused);
+      setField("job", j.name, "running", j.running ? "running" : "");
+      setField("job", j.name, "lastRun", j.lastRun);
+      setField("job", j.name, "lastState", j.lastState);
+    }
+    for (const c of s.collectors) {
+      setField("collector", c.name, "alive", c.alive ? "alive" : "dead");
+      setField("collector", c.name, "lines", c.lines);
+    }
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  wireActions();
+  wireTaskForm();
+  liveUpdates();
+});
