@@ -61,7 +61,7 @@ func classify(err error) *apiError {
 // writeError answers with err in the API's shape, or for a page as text.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
-	if !strings.HasPrefix(r.URL.Path, "/api/") && r.Header.Get("Accept") != "application/json" {
+	if !wantsJSON(r) {
 		http.Error(w, ae.Message, ae.Status)
 		return
 	}
@@ -70,6 +70,13 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	_ = json.NewEncoder(w).Encode(struct {
 		Error *apiError `json:"error"`
 	}{ae})
+}
+
+// wantsJSON: an API request, or a JSON one (a login from a script).
+func wantsJSON(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, "/api/") ||
+		strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
+		strings.Contains(r.Header.Get("Accept"), "application/json")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,0 +1,237 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/server/auth"
+)
+
+// TestAttackCrossOriginPost: a page on another origin makes the victim's
+// browser POST with the victim's cookie; the console refuses it, for the
+// API and the login alike, and never answers with CORS headers.
+func TestAttackCrossOriginPost(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	if err := c.admin.AddTask(t.Context(), mustSpec(t, specJSON), false); err != nil {
+		t.Fatal(err)
+	}
+	victim := c.as("admin")
+	for _, hdr := range []map[string]string{
+		{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"},
+		{"Sec-Fetch-Site": "same-site", "Origin": "https://sub.evil.example"},
+		{"Sec-Fetch-Site": "", "Origin": "https://evil.example"}, // an older browser: Origin against Host
+	} {
+		for _, path := range []string{"/api/v1/tasks/orders/stop", "/login", "/api/v1/tasks"} {
+			st, body := victim.do("POST", path, "{}", hdr)
+			if st != http.StatusForbidden || errorCode(body) != "cross_origin" {
+				t.Errorf("cross-origin POST %s with %v: %d %s; want 403 cross_origin", path, hdr, st, body)
+			}
+		}
+	}
+	sp, _, err := c.admin.TaskVersion(t.Context(), "orders")
+	if err != nil || sp.State != core.DesiredRunning {
+		t.Fatalf("the task after the attack: %+v, %v; want it still running", sp, err)
+	}
+	// Same-origin still works, and no answer carries CORS headers.
+	st, _ := victim.do("POST", "/api/v1/tasks/orders/stop", "{}", map[string]string{"Origin": c.http.URL})
+	if st != http.StatusOK {
+		t.Fatalf("same-origin stop: %d", st)
+	}
+	victim.do("GET", "/api/v1/tasks", nil, map[string]string{"Origin": "https://evil.example"})
+	for k := range victim.last.Header {
+		if strings.HasPrefix(k, "Access-Control-") {
+			t.Errorf("CORS header %s sent", k)
+		}
+	}
+	if csp := victim.last.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || victim.last.Header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("security headers: CSP %q, X-Frame-Options %q", csp, victim.last.Header.Get("X-Frame-Options"))
+	}
+}
+
+// TestSessionCookieAttributes: the cookie is HttpOnly and SameSite=Strict,
+// and Secure when the console is told it is behind TLS.
+func TestSessionCookieAttributes(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, func(cfg *Config, _ *Deps) { cfg.SecureCookies = true })
+	cl := c.anonymous()
+	cl.do("POST", "/login", map[string]string{"user": "viewer", "password": testPassword}, nil)
+	cookies := cl.last.Cookies()
+	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode || !cookies[0].Secure {
+		t.Fatalf("session cookie: %+v", cookies)
+	}
+}
+
+// TestAttackPasswordGuessing: after five wrong passwords a client is
+// refused for the rest of the window, even with the right password; a
+// guesser spreading over user names is limited by its address.
+func TestAttackPasswordGuessing(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { return clock }
+	c := startConsole(t, tg, func(_ *Config, d *Deps) { d.Now = now })
+	cl := c.anonymous()
+	for i := range 5 {
+		user := []string{"admin", "viewer", "nobody", "admin", "operator"}[i]
+		if st, body := cl.do("POST", "/login", map[string]string{"user": user, "password": "guess"}, nil); st != http.StatusUnauthorized || errorCode(body) != "bad_login" {
+			t.Fatalf("guess %d: %d %s", i, st, body)
+		}
+	}
+	st, body := cl.do("POST", "/login", map[string]string{"user": "admin", "password": testPassword}, nil)
+	if st != http.StatusTooManyRequests || cl.last.Header.Get("Retry-After") == "" {
+		t.Fatalf("login after 5 failures: %d %s; want 429 with Retry-After", st, body)
+	}
+	clock = clock.Add(time.Minute)
+	if st, body := cl.do("POST", "/login", map[string]string{"user": "admin", "password": testPassword}, nil); st != http.StatusOK {
+		t.Fatalf("login after the window: %d %s", st, body)
+	}
+}
+
+// TestTokensAndReadOnlyMode: a Bearer token acts with its user's role;
+// a revoked or forged one is refused; --read-only refuses changes even
+// to an admin.
+func TestTokensAndReadOnlyMode(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, func(cfg *Config, _ *Deps) { cfg.ReadOnly = true })
+	store := auth.NewStore(c.session, auth.Options{})
+	tok, ti, err := store.CreateToken(context.Background(), "operator", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := c.anonymous()
+	api.header.Set("Authorization", "Bearer "+tok)
+	if st, body := api.do("GET", "/api/v1/me", nil, nil); st != 200 || !strings.Contains(body, `"role":"operator"`) || !strings.Contains(body, `"via":"api"`) {
+		t.Fatalf("me with a token: %d %s", st, body)
+	}
+	if st, body := api.do("POST", "/api/v1/tasks", specJSON, nil); st != http.StatusForbidden || errorCode(body) != "forbidden" {
+		t.Fatalf("operator token creating a task: %d %s", st, body)
+	}
+	if st, body := c.as("admin").do("POST", "/api/v1/tasks", specJSON, nil); st != http.StatusForbidden || errorCode(body) != "read_only" {
+		t.Fatalf("admin in read-only mode: %d %s", st, body)
+	}
+	if err := store.RevokeToken(context.Background(), ti.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{tok, "shp_0000000000000000_forged", "Basic YWRtaW46eA=="} {
+		api.header.Set("Authorization", "Bearer "+bad)
+		if st, _ := api.do("GET", "/api/v1/me", nil, nil); st != http.StatusUnauthorized {
+			t.Errorf("token %q: %d, want 401", bad, st)
+		}
+	}
+}
+
+// TestViewerSeesNoControls: pages for a viewer hold no action, form or
+// edit link, and never a password; an operator's hold the actions.
+func TestViewerSeesNoControls(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	if err := c.admin.AddTask(t.Context(), mustSpec(t, specJSON), false); err != nil {
+		t.Fatal(err)
+	}
+	c.refresh()
+	for _, path := range []string{"/", "/tasks", "/tasks/orders"} {
+		_, page := c.as("viewer").do("GET", path, nil, nil)
+		for _, control := range []string{"data-action", "reset-form", "New task", "/edit", "secret"} {
+			if strings.Contains(page, control) {
+				t.Errorf("viewer's %s holds %q", path, control)
+			}
+		}
+	}
+	if _, page := c.as("operator").do("GET", "/tasks/orders", nil, nil); !strings.Contains(page, `id="action-stop"`) || strings.Contains(page, "reset-form") {
+		t.Errorf("operator's task page: want stop, no reset-position:\n%s", page)
+	}
+}
+
+// TestEventsStreamSendsNewSnapshots: /api/v1/events sends the snapshot
+// at once and each new one as it comes.
+func TestEventsStreamSendsNewSnapshots(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	cl := c.as("viewer")
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", c.http.URL+"/api/v1/events", nil)
+	res, err := cl.hc.Do(req)
+	if err != nil || res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events: %v %v", res, err)
+	}
+	defer res.Body.Close()
+	events := make(chan live, 4)
+	go func() {
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var l live
+				_ = json.Unmarshal([]byte(data), &l)
+				events <- l
+			}
+		}
+		close(events)
+	}()
+	next := func() live {
+		select {
+		case l := <-events:
+			return l
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event within 10s")
+			return live{}
+		}
+	}
+	if l := next(); len(l.Tasks) != 0 {
+		t.Fatalf("first event: %+v", l)
+	}
+	if err := c.admin.AddTask(t.Context(), mustSpec(t, specJSON), false); err != nil {
+		t.Fatal(err)
+	}
+	c.refresh()
+	if l := next(); len(l.Tasks) != 1 || l.Tasks[0].Name != "orders" || l.Tasks[0].Desired != "running" || l.Tasks[0].State != "NONE" {
+		t.Fatalf("event after a task was added: %+v", l)
+	}
+}
+
+// TestOpenAPIListsEveryRoute: the document names every route the mux
+// serves, with its method, and nothing else.
+func TestOpenAPIListsEveryRoute(t *testing.T) {
+	var doc struct {
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPI, &doc); err != nil || !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Fatalf("openapi.json: %v (version %q)", err, doc.OpenAPI)
+	}
+	documented := map[string]bool{}
+	for p, ops := range doc.Paths {
+		for m := range ops {
+			documented[strings.ToUpper(m)+" "+p] = true
+		}
+	}
+	srv := &Server{mux: http.NewServeMux()}
+	srv.pages = &pages{}
+	srv.routes()
+	served := map[string]bool{}
+	for _, p := range srv.patterns {
+		if strings.HasPrefix(p, "GET /api/") || !strings.HasPrefix(p, "GET ") || p == "GET /health" {
+			served[p] = true
+		}
+	}
+	for p := range served {
+		if !documented[p] {
+			t.Errorf("%s is served but not in openapi.json", p)
+		}
+	}
+	for p := range documented {
+		if !served[p] {
+			t.Errorf("%s is in openapi.json but not served", p)
+		}
+	}
+}
