@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // TestStaleMasterCannotPublish: once another master has bumped the
@@ -45,7 +48,7 @@ func TestStaleMasterCannotPublish(t *testing.T) {
 		if !errors.Is(err, ErrNotMaster) {
 			t.Fatalf("stale publish = %v, want ErrNotMaster", err)
 		}
-		if _, ok, _ := ReadResult(ctx, next.sess, "j", key); ok {
+		if _, ok, _ := readResult(ctx, next.sess, "j", key); ok {
 			t.Fatal("the stale master's result was stored")
 		}
 	})
@@ -115,7 +118,7 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 		startScheduler(t, connect, Options{Host: "a"}, nil)
 		s := dial(t, connect)
 		job := appendJob("stored", "* * * * * *", out, `case $SHEPHERD_RUN_KEY in manual-*) sleep 3;; esac`)
-		if err := StoreJob(ctx, s, job); err != nil {
+		if err := NewAdmin(s).StoreJob(ctx, job); err != nil {
 			t.Fatal(err)
 		}
 		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
@@ -124,13 +127,13 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 			}
 			return nil
 		})
-		if err := SetPaused(ctx, s, "stored", true); err != nil {
+		if err := NewAdmin(s).SetPaused(ctx, "stored", true); err != nil {
 			t.Fatal(err)
 		}
 		pausedAt := time.Now()
 		key := trigger(t, s, "stored")
 		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
-			if _, ok, err := ReadResult(ctx, s, "stored", key); !ok {
+			if _, ok, err := readResult(ctx, s, "stored", key); !ok {
 				return fmt.Errorf("manual run of a paused job has no result (%v)", err)
 			}
 			return nil
@@ -140,7 +143,7 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 				t.Errorf("run %s scheduled at %v ran while the job was paused (since %v)", r.RunKey, r.Scheduled, pausedAt)
 			}
 		}
-		if err := SetPaused(ctx, s, "stored", false); err != nil {
+		if err := NewAdmin(s).SetPaused(ctx, "stored", false); err != nil {
 			t.Fatal(err)
 		}
 		resumedAt := time.Now()
@@ -152,15 +155,54 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 			}
 			return fmt.Errorf("no run after resuming")
 		})
-		if err := RemoveJob(ctx, s, "stored"); err != nil {
+		if err := NewAdmin(s).RemoveJob(ctx, "stored"); err != nil {
 			t.Fatal(err)
 		}
-		if err := RemoveJob(ctx, s, "stored"); !errors.Is(err, ErrNoSuchJob) {
+		if err := NewAdmin(s).RemoveJob(ctx, "stored"); !errors.Is(err, ErrNoSuchJob) {
 			t.Errorf("second RemoveJob = %v, want ErrNoSuchJob", err)
 		}
 		if ok, _, _ := s.Exists(ctx, PausedPath+"/stored"); ok {
 			t.Error("paused flag left after RemoveJob")
 		}
 		_ = os.Remove(out)
+	})
+}
+
+// TestStoredJobNamedOtherwiseIsRefusedByAll: a job document stored at
+// /scheduler/jobs/alias that names the job "real" is refused, for the
+// same reason, by the scheduler (it would fire it under one name and
+// record its runs under the other) and by every reader (Admin.LoadJob,
+// Admin.Jobs): one decoder serves them all.
+func TestStoredJobNamedOtherwiseIsRefusedByAll(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		out := filepath.Join(t.TempDir(), "effects")
+		s := dial(t, connect)
+		if err := s.EnsurePath(ctx, JobsPath); err != nil {
+			t.Fatal(err)
+		}
+		doc := appendJob("real", "* * * * * *", out, "").Encode()
+		if _, err := s.Create(ctx, JobPath("alias"), doc, zk.FlagPersistent, nil); err != nil {
+			t.Fatal(err)
+		}
+		const why = `stored at /scheduler/jobs/alias but named "real"`
+		a := NewAdmin(s)
+		if _, err := a.LoadJob(ctx, "alias"); !errors.Is(err, ErrInvalidJob) || !strings.Contains(err.Error(), why) {
+			t.Fatalf("LoadJob = %v, want ErrInvalidJob saying %q", err, why)
+		}
+		jobs, err := a.Jobs(ctx, 0)
+		if err != nil || len(jobs) != 1 || jobs[0].Name != "alias" || !strings.Contains(jobs[0].Error, why) {
+			t.Fatalf("Jobs = %+v, %v; want alias refused", jobs, err)
+		}
+		sc, _ := startScheduler(t, connect, Options{}, nil)
+		checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+			if got := sc.Refused()[JobPath("alias")]; !strings.Contains(got, why) {
+				return fmt.Errorf("refusal of alias = %q, want it to say %q", got, why)
+			}
+			return nil
+		})
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the refused job ran: %s exists (%v)", out, err)
+		}
 	})
 }

@@ -83,9 +83,17 @@ func (s *Server) snapshot() (*Snapshot, error) {
 	return snap, nil
 }
 
+// redacted is sp with its passwords hidden; nil for nil.
+func redacted(sp *core.Spec) *core.Spec {
+	if sp == nil {
+		return nil
+	}
+	return sp.Redacted()
+}
+
 // redactStatus returns ts with its spec's passwords hidden.
 func redactStatus(ts core.TaskStatus) core.TaskStatus {
-	ts.Spec = redactSpec(ts.Spec)
+	ts.Spec = redacted(ts.Spec)
 	return ts
 }
 
@@ -180,7 +188,7 @@ func (s *Server) apiCreateTask(w http.ResponseWriter, r *http.Request, p princip
 	if sp != nil {
 		name = sp.Name
 	}
-	s.record(r, p, "task.create", "task/"+name, nil, redactSpec(sp), err)
+	s.record(r, p, "task.create", "task/"+name, nil, redacted(sp), err)
 	if err != nil {
 		return err
 	}
@@ -213,7 +221,7 @@ func (s *Server) apiUpdateTask(w http.ResponseWriter, r *http.Request, p princip
 	}
 	keepPasswords(sp, old)
 	err = s.tasks.UpdateTask(r.Context(), sp, version)
-	s.record(r, p, "task.update", "task/"+name, redactSpec(old), redactSpec(sp), err)
+	s.record(r, p, "task.update", "task/"+name, redacted(old), redacted(sp), err)
 	if err != nil {
 		return err
 	}
@@ -226,10 +234,10 @@ func keepPasswords(sp, old *core.Spec) {
 	if old == nil {
 		return
 	}
-	if sp.Source.Password == redactedPassword {
+	if sp.Source.Password == core.RedactedPassword {
 		sp.Source.Password = old.Source.Password
 	}
-	if sp.Target.Password == redactedPassword {
+	if sp.Target.Password == core.RedactedPassword {
 		sp.Target.Password = old.Target.Password
 	}
 }
@@ -250,7 +258,7 @@ func (s *Server) apiDeleteTask(w http.ResponseWriter, r *http.Request, p princip
 		}
 	}
 	err = s.tasks.RemoveTask(r.Context(), name)
-	s.record(r, p, "task.delete", "task/"+name, redactSpec(old), nil, err)
+	s.record(r, p, "task.delete", "task/"+name, redacted(old), nil, err)
 	if err != nil {
 		return err
 	}
@@ -376,7 +384,7 @@ func (s *Server) apiJobRun(w http.ResponseWriter, r *http.Request, p principal) 
 	if _, err := s.job(name); err != nil {
 		return err
 	}
-	key, err := scheduler.Trigger(r.Context(), s.deps.Session, name, s.deps.Now())
+	key, err := scheduler.NewAdmin(s.deps.Session).Trigger(r.Context(), name, s.deps.Now())
 	s.record(r, p, "job.run", "job/"+name, nil, map[string]string{"runKey": key}, err)
 	if err != nil {
 		return err
@@ -392,7 +400,7 @@ func (s *Server) apiJobPause(paused bool) handler {
 		if err != nil {
 			return err
 		}
-		err = scheduler.SetPaused(r.Context(), s.deps.Session, name, paused)
+		err = scheduler.NewAdmin(s.deps.Session).SetPaused(r.Context(), name, paused)
 		action := map[bool]string{true: "job.pause", false: "job.resume"}[paused]
 		s.record(r, p, action, "job/"+name, map[string]bool{"paused": j.Paused}, map[string]bool{"paused": paused}, err)
 		if err != nil {
@@ -443,10 +451,10 @@ func (s *Server) apiChangeSources(w http.ResponseWriter, r *http.Request, p prin
 	var added, removed int
 	var err error
 	if len(req.Add) > 0 {
-		added, err = collector.AddSources(r.Context(), s.deps.Session, req.Add...)
+		added, err = collector.NewAdmin(s.deps.Session).AddSources(r.Context(), req.Add...)
 	}
 	if err == nil && len(req.Remove) > 0 {
-		removed, err = collector.RemoveSources(r.Context(), s.deps.Session, req.Remove...)
+		removed, err = collector.NewAdmin(s.deps.Session).RemoveSources(r.Context(), req.Remove...)
 	}
 	s.record(r, p, "sources.change", "sources", map[string][]string{"remove": req.Remove}, map[string][]string{"add": req.Add}, err)
 	if err != nil {

@@ -69,14 +69,9 @@ func taskSummary(ts core.TaskStatus) liveTask {
 }
 
 func jobSummary(j JobStatus) liveJob {
-	lj := liveJob{Name: j.Name, Paused: j.Paused}
-	for _, r := range j.Runs {
-		if r.Running {
-			lj.Running = true
-		}
-		if r.Result != nil && lj.LastRun == "" {
-			lj.LastRun, lj.LastState = r.RunKey, string(r.Result.Status)
-		}
+	lj := liveJob{Name: j.Name, Paused: j.Paused, Running: len(j.Running()) > 0}
+	if last := j.Last(); last != nil {
+		lj.LastRun, lj.LastState = last.RunKey, string(last.Status)
 	}
 	return lj
 }
@@ -120,7 +115,7 @@ const maxStreams = 1000
 // keep it open and a gone client is noticed.
 const keepAlive = 15 * time.Second
 
-// apiEvents streams a summary of every new snapshot as server-sent
+// apiEvents streams a summary of the newest snapshot and of every new one as server-sent
 // events until the client goes away. A slow client skips snapshots (the
 // feed keeps only the newest for it) instead of holding others up.
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, p principal) error {
@@ -144,9 +139,6 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, p principal) 
 			return false
 		}
 		return rc.Flush() == nil
-	}
-	if snap := s.deps.Feed.Latest(); snap != nil && !send(s.events.encode(snap)) {
-		return nil
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()

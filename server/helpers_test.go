@@ -11,12 +11,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
@@ -34,50 +34,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// fixedFeed is a Feed serving snapshots a test sets (cluster.Fixed once
-// that package is merged).
-type fixedFeed struct {
-	mu   sync.Mutex
-	snap *Snapshot
-	subs map[chan *Snapshot]bool
-}
-
-func newFixedFeed(s *Snapshot) *fixedFeed {
-	return &fixedFeed{snap: s, subs: map[chan *Snapshot]bool{}}
-}
-
-func (f *fixedFeed) Latest() *Snapshot {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.snap
-}
-
-func (f *fixedFeed) Subscribe() (<-chan *Snapshot, func()) {
-	ch := make(chan *Snapshot, 1)
-	f.mu.Lock()
-	f.subs[ch] = true
-	f.mu.Unlock()
-	return ch, func() {
-		f.mu.Lock()
-		delete(f.subs, ch)
-		f.mu.Unlock()
-	}
-}
-
-// Set replaces the snapshot and tells subscribers, newest wins.
-func (f *fixedFeed) Set(s *Snapshot) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.snap = s
-	for ch := range f.subs {
-		select {
-		case <-ch:
-		default:
-		}
-		ch <- s
-	}
-}
-
 // testPassword is every test user's password.
 const testPassword = "correct horse battery"
 
@@ -87,7 +43,7 @@ type console struct {
 	t       *testing.T
 	srv     *Server
 	http    *httptest.Server
-	feed    *fixedFeed
+	feed    *cluster.Fixed
 	session *recipe.Session
 	admin   *core.Admin
 }
@@ -118,7 +74,7 @@ func startConsole(t *testing.T, tg *coordtest.Target, edit func(*Config, *Deps))
 			t.Fatal(err)
 		}
 	}
-	feed := newFixedFeed(&Snapshot{ReadAt: time.Now().UTC()})
+	feed := cluster.NewFixed(&Snapshot{ReadAt: time.Now().UTC()})
 	cfg := Config{}
 	deps := Deps{Session: s, Feed: feed, Logger: slog.New(slog.DiscardHandler), BcryptCost: bcrypt.MinCost,
 		Validate: func(ctx context.Context, sp *core.Spec) (core.DryRunReport, error) {
