@@ -30,6 +30,7 @@ func main() {
 			coreCommand(),
 			collectorCommand(),
 			schedulerCommand(),
+			serverCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
