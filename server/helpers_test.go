@@ -40,7 +40,7 @@ const testPassword = "correct horse battery"
 // console is a console under test with its users admin, operator and
 // viewer.
 type console struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *Server
 	http    *httptest.Server
 	feed    *cluster.Fixed
@@ -48,7 +48,7 @@ type console struct {
 	admin   *core.Admin
 }
 
-func dial(t *testing.T, connect, cred string) *recipe.Session {
+func dial(t testing.TB, connect, cred string) *recipe.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -61,7 +61,7 @@ func dial(t *testing.T, connect, cred string) *recipe.Session {
 }
 
 // startConsole starts a console on a fresh chroot of tg.
-func startConsole(t *testing.T, tg *coordtest.Target, edit func(*Config, *Deps)) *console {
+func startConsole(t testing.TB, tg *coordtest.Target, edit func(*Config, *Deps)) *console {
 	t.Helper()
 	connect := tg.Chroot(t, "server")
 	s := dial(t, connect, coordtest.Auth)
