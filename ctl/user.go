@@ -120,19 +120,26 @@ func (r *runner) userAdd(c *cli.Context) error {
 }
 
 func (r *runner) userList(c *cli.Context) error {
+	return listAccounts(r, (*auth.Store).Users, func(u auth.Info) string {
+		return fmt.Sprintf("%s\t%s\t%s", u.Name, u.Role, u.Created.In(r.env.Location).Format(time.RFC3339))
+	})
+}
+
+// listAccounts prints what list reads, as JSON or a line each.
+func listAccounts[T any](r *runner, list func(*auth.Store, context.Context) ([]T, error), line func(T) string) error {
 	st, err := r.accounts()
 	if err != nil {
 		return err
 	}
-	var users []auth.Info
-	if err := r.withTimeout(func(ctx context.Context) (err error) { users, err = st.Users(ctx); return err }); err != nil {
+	var items []T
+	if err := r.withTimeout(func(ctx context.Context) (err error) { items, err = list(st, ctx); return err }); err != nil {
 		return err
 	}
 	if r.json {
-		return writeJSON(r.env.Stdout, users)
+		return writeJSON(r.env.Stdout, items)
 	}
-	for _, u := range users {
-		fmt.Fprintf(r.env.Stdout, "%s\t%s\t%s\n", u.Name, u.Role, u.Created.In(r.env.Location).Format(time.RFC3339))
+	for _, it := range items {
+		fmt.Fprintln(r.env.Stdout, line(it))
 	}
 	return nil
 }
@@ -178,21 +185,9 @@ func (r *runner) tokenCreate(c *cli.Context) error {
 }
 
 func (r *runner) tokenList(c *cli.Context) error {
-	st, err := r.accounts()
-	if err != nil {
-		return err
-	}
-	var toks []auth.TokenInfo
-	if err := r.withTimeout(func(ctx context.Context) (err error) { toks, err = st.Tokens(ctx); return err }); err != nil {
-		return err
-	}
-	if r.json {
-		return writeJSON(r.env.Stdout, toks)
-	}
-	for _, t := range toks {
-		fmt.Fprintf(r.env.Stdout, "%s\t%s\t%s\t%s\n", t.ID, t.User, t.Created.In(r.env.Location).Format(time.RFC3339), t.Note)
-	}
-	return nil
+	return listAccounts(r, (*auth.Store).Tokens, func(t auth.TokenInfo) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s", t.ID, t.User, t.Created.In(r.env.Location).Format(time.RFC3339), t.Note)
+	})
 }
 
 func (r *runner) tokenRevoke(c *cli.Context) error {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/collector"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/scheduler"
@@ -27,7 +28,13 @@ func (s *Server) routes() {
 	s.public("GET /api/v1/openapi.json", http.HandlerFunc(serveOpenAPI))
 
 	s.handle("GET /api/v1/me", auth.Viewer, s.apiMe)
-	s.handle("GET /api/v1/tasks", auth.Viewer, s.apiTasks)
+	s.handle("GET /api/v1/tasks", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
+		tasks := make([]core.TaskStatus, len(snap.Tasks))
+		for i, ts := range snap.Tasks {
+			tasks[i] = redactStatus(ts)
+		}
+		return map[string]any{"tasks": tasks, "error": snap.Errors[cluster.SectionTasks]}
+	}))
 	s.handle("POST /api/v1/tasks", auth.Admin, s.apiCreateTask)
 	s.handle("POST /api/v1/tasks:validate", auth.Operator, s.apiValidate)
 	s.handle("GET /api/v1/tasks/{task}", auth.Viewer, s.apiTask)
@@ -37,16 +44,24 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/tasks/{task}/stop", auth.Operator, s.apiTaskState(core.DesiredStopped))
 	s.handle("POST /api/v1/tasks/{task}/handover", auth.Operator, s.apiHandover)
 	s.handle("POST /api/v1/tasks/{task}/reset-position", auth.Admin, s.apiResetPosition)
-	s.handle("GET /api/v1/jobs", auth.Viewer, s.apiJobs)
+	s.handle("GET /api/v1/jobs", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
+		return map[string]any{"jobs": snap.Jobs, "schedulers": snap.Schedulers, "error": snap.Errors[cluster.SectionJobs]}
+	}))
 	s.handle("GET /api/v1/jobs/{job}", auth.Viewer, s.apiJob)
 	s.handle("GET /api/v1/jobs/{job}/runs", auth.Viewer, s.apiJobRuns)
 	s.handle("POST /api/v1/jobs/{job}/run", auth.Operator, s.apiJobRun)
 	s.handle("POST /api/v1/jobs/{job}/pause", auth.Operator, s.apiJobPause(true))
 	s.handle("POST /api/v1/jobs/{job}/resume", auth.Operator, s.apiJobPause(false))
-	s.handle("GET /api/v1/collectors", auth.Viewer, s.apiCollectors)
-	s.handle("GET /api/v1/sources", auth.Viewer, s.apiSources)
+	s.handle("GET /api/v1/collectors", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
+		return map[string]any{"collectors": snap.Collectors, "judged": snap.CollectorsJudged, "error": snap.Errors[cluster.SectionCollectors]}
+	}))
+	s.handle("GET /api/v1/sources", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
+		return map[string]any{"sources": snap.Sources, "error": snap.Errors[cluster.SectionCollectors]}
+	}))
 	s.handle("POST /api/v1/sources", auth.Admin, s.apiChangeSources)
-	s.handle("GET /api/v1/coord", auth.Viewer, s.apiCoord)
+	s.handle("GET /api/v1/coord", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
+		return map[string]any{"servers": snap.Coord, "session": s.deps.Session.State().String(), "error": snap.Errors[cluster.SectionCoord]}
+	}))
 	s.handle("GET /api/v1/audit", auth.Viewer, s.apiAudit)
 	s.handle("GET /api/v1/events", auth.Viewer, s.apiEvents)
 
@@ -83,6 +98,21 @@ func (s *Server) snapshot() (*Snapshot, error) {
 	return snap, nil
 }
 
+// fromSnapshot answers a GET with parts of the newest snapshot and the
+// time it was read.
+func (s *Server) fromSnapshot(parts func(snap *Snapshot) map[string]any) handler {
+	return func(w http.ResponseWriter, r *http.Request, p principal) error {
+		snap, err := s.snapshot()
+		if err != nil {
+			return err
+		}
+		out := parts(snap)
+		out["readAt"] = snap.ReadAt
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+}
+
 // redacted is sp with its passwords hidden; nil for nil.
 func redacted(sp *core.Spec) *core.Spec {
 	if sp == nil {
@@ -95,19 +125,6 @@ func redacted(sp *core.Spec) *core.Spec {
 func redactStatus(ts core.TaskStatus) core.TaskStatus {
 	ts.Spec = redacted(ts.Spec)
 	return ts
-}
-
-func (s *Server) apiTasks(w http.ResponseWriter, r *http.Request, p principal) error {
-	snap, err := s.snapshot()
-	if err != nil {
-		return err
-	}
-	out := make([]core.TaskStatus, len(snap.Tasks))
-	for i, ts := range snap.Tasks {
-		out[i] = redactStatus(ts)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"readAt": snap.ReadAt, "tasks": out, "error": snap.Errors["tasks"]})
-	return nil
 }
 
 // etag is a task node's version as an entity tag.
@@ -340,15 +357,6 @@ func (s *Server) apiValidate(w http.ResponseWriter, r *http.Request, p principal
 	return nil
 }
 
-func (s *Server) apiJobs(w http.ResponseWriter, r *http.Request, p principal) error {
-	snap, err := s.snapshot()
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"readAt": snap.ReadAt, "jobs": snap.Jobs, "schedulers": snap.Schedulers, "error": snap.Errors["jobs"]})
-	return nil
-}
-
 func (s *Server) job(name string) (JobStatus, error) {
 	snap, err := s.snapshot()
 	if err != nil {
@@ -411,24 +419,6 @@ func (s *Server) apiJobPause(paused bool) handler {
 	}
 }
 
-func (s *Server) apiCollectors(w http.ResponseWriter, r *http.Request, p principal) error {
-	snap, err := s.snapshot()
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"readAt": snap.ReadAt, "collectors": snap.Collectors, "error": snap.Errors["collectors"]})
-	return nil
-}
-
-func (s *Server) apiSources(w http.ResponseWriter, r *http.Request, p principal) error {
-	snap, err := s.snapshot()
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"readAt": snap.ReadAt, "sources": snap.Sources})
-	return nil
-}
-
 // sourcesChange is the body of POST /api/v1/sources.
 type sourcesChange struct {
 	Add    []string `json:"add"`
@@ -461,15 +451,6 @@ func (s *Server) apiChangeSources(w http.ResponseWriter, r *http.Request, p prin
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"added": added, "removed": removed})
-	return nil
-}
-
-func (s *Server) apiCoord(w http.ResponseWriter, r *http.Request, p principal) error {
-	snap, err := s.snapshot()
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"readAt": snap.ReadAt, "servers": snap.Coord, "session": s.deps.Session.State().String()})
 	return nil
 }
 
