@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -20,13 +19,6 @@ type principal struct {
 	User string
 	Role auth.Role
 	Via  string // "ui": session cookie; "api": token
-}
-
-type principalKey struct{}
-
-func principalOf(ctx context.Context) principal {
-	p, _ := ctx.Value(principalKey{}).(principal)
-	return p
 }
 
 var errUnauthenticated = errorf(http.StatusUnauthorized, "unauthenticated", "log in, or send Authorization: Bearer <token> (shepherd ctl token create)")
@@ -86,7 +78,7 @@ func (s *Server) handle(pattern string, need auth.Role, h handler) {
 		case s.cfg.ReadOnly && mutating(r.Method):
 			err = errorf(http.StatusForbidden, "read_only", "this console is read-only (--read-only)")
 		default:
-			err = h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), p)
+			err = h(w, r, p)
 		}
 		if err != nil {
 			writeError(w, r, err)
