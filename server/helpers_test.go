@@ -27,6 +27,9 @@ import (
 var targets []*coordtest.Target
 
 func TestMain(m *testing.M) {
+	if connect := os.Getenv(childEnv); connect != "" {
+		os.Exit(runChild(connect))
+	}
 	var stop func()
 	targets, stop = coordtest.Start("server", 100*time.Millisecond)
 	code := m.Run()
@@ -46,6 +49,7 @@ type console struct {
 	feed    *cluster.Fixed
 	session *recipe.Session
 	admin   *core.Admin
+	connect string // with the console's chroot
 }
 
 func dial(t testing.TB, connect, cred string) *recipe.Session {
@@ -89,7 +93,7 @@ func startConsole(t testing.TB, tg *coordtest.Target, edit func(*Config, *Deps))
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return &console{t: t, srv: srv, http: hs, feed: feed, session: s, admin: core.NewAdmin(s, "")}
+	return &console{t: t, srv: srv, http: hs, feed: feed, session: s, admin: core.NewAdmin(s, ""), connect: connect}
 }
 
 // refresh sets the feed's snapshot to the tasks as read now.
