@@ -64,6 +64,8 @@ func (s *Server) routes() {
 	}))
 	s.handle("GET /api/v1/audit", auth.Viewer, s.apiAudit)
 	s.handle("GET /api/v1/events", auth.Viewer, s.apiEvents)
+	s.handle("GET /api/v1/users", auth.Admin, s.apiUsers)
+	s.handle("DELETE /api/v1/tokens/{id}", auth.Admin, s.apiRevokeToken)
 
 	s.uiRoutes()
 }
@@ -468,6 +470,42 @@ func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request, p principal) e
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
+	return nil
+}
+
+// accounts is what the users page and GET /api/v1/users show: never a
+// hash or a token.
+type accounts struct {
+	Users  []auth.Info      `json:"users"`
+	Tokens []auth.TokenInfo `json:"tokens"`
+}
+
+func (s *Server) readAccounts(ctx context.Context) (accounts, error) {
+	users, err := s.users.Users(ctx)
+	if err != nil {
+		return accounts{}, err
+	}
+	tokens, err := s.users.Tokens(ctx)
+	return accounts{Users: users, Tokens: tokens}, err
+}
+
+func (s *Server) apiUsers(w http.ResponseWriter, r *http.Request, p principal) error {
+	a, err := s.readAccounts(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+func (s *Server) apiRevokeToken(w http.ResponseWriter, r *http.Request, p principal) error {
+	id := r.PathValue("id")
+	err := s.users.RevokeToken(r.Context(), id)
+	s.record(r, p, "token.revoke", "token/"+id, nil, nil, err)
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

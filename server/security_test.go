@@ -235,3 +235,35 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestUsersPageShowsNoSecrets: the admins' users page and API list users
+// and tokens without a hash or a token's secret; a revocation through the
+// API works at once and is audited.
+func TestUsersPageShowsNoSecrets(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	tok, ti, err := auth.NewStore(c.session, auth.Options{}).CreateToken(context.Background(), "viewer", "dashboard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := tok[strings.LastIndex(tok, "_")+1:]
+	admin := c.as("admin")
+	for _, path := range []string{"/users", "/api/v1/users"} {
+		st, body := admin.do("GET", path, nil, nil)
+		if st != 200 || !strings.Contains(body, ti.ID) || !strings.Contains(body, "operator") || strings.Contains(body, "$2a$") || strings.Contains(body, secret) {
+			t.Errorf("GET %s: %d\n%s", path, st, body)
+		}
+	}
+	if st, body := admin.do("DELETE", "/api/v1/tokens/"+ti.ID, nil, nil); st != http.StatusNoContent {
+		t.Fatalf("revoke: %d %s", st, body)
+	}
+	api := c.anonymous()
+	api.header.Set("Authorization", "Bearer "+tok)
+	if st, _ := api.do("GET", "/api/v1/me", nil, nil); st != http.StatusUnauthorized {
+		t.Errorf("revoked token: %d, want 401", st)
+	}
+	if _, body := admin.do("GET", "/api/v1/audit", nil, nil); !strings.Contains(body, `"action":"token.revoke","target":"token/`+ti.ID) {
+		t.Errorf("revocation not audited: %s", body)
+	}
+}

@@ -25,7 +25,7 @@ var staticFS embed.FS
 // pages are the UI's templates, each parsed with the layout.
 type pages struct{ t map[string]*template.Template }
 
-var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "collectors", "coord", "audit"}
+var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "collectors", "coord", "audit", "users"}
 
 func newPages() (*pages, error) {
 	funcs := template.FuncMap{
@@ -72,6 +72,7 @@ type pageData struct {
 	Role       auth.Role
 	CanOperate bool // start, stop, handover, run, pause
 	CanAdmin   bool // define, edit, delete, reset-position
+	IsAdmin    bool // sees the users page (even when read-only)
 	ReadOnly   bool
 	Error      string
 	Next       string
@@ -108,7 +109,7 @@ func (s *Server) page(pattern, name string, data func(r *http.Request, d *pageDa
 		}
 		d := pageData{Title: name, User: p.User, Role: p.Role, ReadOnly: s.cfg.ReadOnly, Snap: snap,
 			CanOperate: !s.cfg.ReadOnly && p.Role.Allows(auth.Operator),
-			CanAdmin:   !s.cfg.ReadOnly && p.Role.Allows(auth.Admin)}
+			CanAdmin:   !s.cfg.ReadOnly && p.Role.Allows(auth.Admin), IsAdmin: p.Role.Allows(auth.Admin)}
 		if data != nil {
 			if err := data(r, &d); err != nil {
 				return err
@@ -204,6 +205,15 @@ func (s *Server) uiRoutes() {
 		d.Title = "Coordination servers"
 		d.Data = s.deps.Session.State().String()
 		return nil
+	})
+	s.page("GET /users", "users", func(r *http.Request, d *pageData) error {
+		if !d.Role.Allows(auth.Admin) {
+			return errorf(http.StatusForbidden, "forbidden", "the users page needs the admin role")
+		}
+		d.Title = "Users and tokens"
+		a, err := s.readAccounts(r.Context())
+		d.Data = a
+		return err
 	})
 	s.page("GET /audit", "audit", func(r *http.Request, d *pageData) error {
 		d.Title = "Audit log"
