@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,9 +25,19 @@ type principal struct {
 
 var errUnauthenticated = errorf(http.StatusUnauthorized, "unauthenticated", "log in, or send Authorization: Bearer <token> (shepherd ctl token create)")
 
-// authenticate finds the principal of a request: a Bearer token or the
-// session cookie.
+// authenticate finds the principal of a request: the trusted proxy's
+// header, a Bearer token or the session cookie.
 func (s *Server) authenticate(r *http.Request) (principal, error) {
+	if name := s.proxyUser(r); name != "" {
+		u, err := s.users.User(r.Context(), name)
+		if errors.Is(err, auth.ErrNoUser) {
+			return principal{}, errorf(http.StatusForbidden, "forbidden", "the proxy names user "+strconv.Quote(name)+", who has no account here: shepherd ctl user add")
+		}
+		if err != nil {
+			return principal{}, err
+		}
+		return principal{User: u.Name, Role: u.Role, Via: "proxy"}, nil
+	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		tok, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok {
@@ -52,6 +64,29 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		return principal{}, err
 	}
 	return principal{User: u.Name, Role: u.Role, Via: "ui"}, nil
+}
+
+// proxyUser is the user named by the trusted proxy header, if the
+// request comes from a trusted proxy; "" otherwise (a client cannot name
+// itself by sending the header).
+func (s *Server) proxyUser(r *http.Request) string {
+	if s.cfg.TrustedProxyHeader == "" {
+		return ""
+	}
+	name := strings.TrimSpace(r.Header.Get(s.cfg.TrustedProxyHeader))
+	if name == "" {
+		return ""
+	}
+	addr, err := netip.ParseAddr(clientAddr(r))
+	if err != nil {
+		return ""
+	}
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(addr.Unmap()) {
+			return name
+		}
+	}
+	return ""
 }
 
 // handler is a route's body; an error it returns is the answer.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -265,5 +266,32 @@ func TestUsersPageShowsNoSecrets(t *testing.T) {
 	}
 	if _, body := admin.do("GET", "/api/v1/audit", nil, nil); !strings.Contains(body, `"action":"token.revoke","target":"token/`+ti.ID) {
 		t.Errorf("revocation not audited: %s", body)
+	}
+}
+
+// TestTrustedProxyHeader: the user a trusted proxy names is logged in
+// with its stored role; the same header from an address not trusted is
+// ignored, and a name with no account is refused.
+func TestTrustedProxyHeader(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	for _, tc := range []struct {
+		proxies    string
+		user       string
+		status     int
+		wantInBody string
+	}{
+		{"127.0.0.0/8", "operator", http.StatusOK, `"via":"proxy"`},
+		{"127.0.0.0/8", "mallory", http.StatusForbidden, "no account here"},
+		{"10.0.0.0/8", "admin", http.StatusUnauthorized, "unauthenticated"},
+	} {
+		c := startConsole(t, tg, func(cfg *Config, _ *Deps) {
+			cfg.TrustedProxyHeader = "X-Forwarded-User"
+			cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix(tc.proxies)}
+		})
+		cl := c.anonymous()
+		if st, body := cl.do("GET", "/api/v1/me", nil, map[string]string{"X-Forwarded-User": tc.user}); st != tc.status || !strings.Contains(body, tc.wantInBody) {
+			t.Errorf("proxies %s, user %s: %d %s; want %d with %q", tc.proxies, tc.user, st, body, tc.status, tc.wantInBody)
+		}
 	}
 }

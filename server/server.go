@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,13 @@ type Config struct {
 	LoginWindow   time.Duration
 	// AuditKeep is how many audit entries are kept; 0 is 10000.
 	AuditKeep int
+	// TrustedProxyHeader, with TrustedProxies, is the header (e.g.
+	// X-Forwarded-User) through which an authenticating proxy in front
+	// names the user. It is believed only from a peer address in
+	// TrustedProxies, and the user must exist (its role comes from the
+	// store). Empty: off.
+	TrustedProxyHeader string
+	TrustedProxies     []netip.Prefix
 	// SecureCookies forces the Secure attribute without TLS here (a TLS
 	// terminating proxy in front).
 	SecureCookies bool
@@ -97,6 +105,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, fmt.Errorf("server: --tls-cert and --tls-key go together (got cert %q, key %q)", cfg.TLSCert, cfg.TLSKey)
+	}
+	if cfg.TrustedProxyHeader != "" && len(cfg.TrustedProxies) == 0 {
+		return nil, fmt.Errorf("server: --trusted-proxy-header %s needs --trusted-proxies (the addresses of the proxies allowed to set it)", cfg.TrustedProxyHeader)
 	}
 	if cfg.SessionTTL == 0 {
 		cfg.SessionTTL = 12 * time.Hour

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,8 @@ See docs/console.md.`,
 			&cli.StringFlag{Name: "tls-key", Usage: "private key file of --tls-cert"},
 			&cli.BoolFlag{Name: "secure-cookies", Usage: "mark session cookies Secure without --tls-cert (TLS ends at a proxy in front)"},
 			&cli.BoolFlag{Name: "read-only", Usage: "refuse every change, whatever the user's role"},
+			&cli.StringFlag{Name: "trusted-proxy-header", Usage: "header naming the user, set by an authenticating proxy in front (e.g. X-Forwarded-User); needs --trusted-proxies"},
+			&cli.StringSliceFlag{Name: "trusted-proxies", Usage: "CIDR of the proxies allowed to set --trusted-proxy-header, e.g. 10.0.0.5/32; repeatable"},
 			&cli.StringFlag{Name: "root", Value: core.DefaultRoot, Usage: "root of the replication nodes (below the --zk chroot)"},
 			&cli.DurationFlag{Name: "session-ttl", Value: 12 * time.Hour, Usage: "how long a login lasts"},
 			&cli.DurationFlag{Name: "refresh", Value: 5 * time.Second, Usage: "longest time between two reads of the cluster (watches trigger reads sooner)"},
@@ -65,11 +68,20 @@ func runServer(c *cli.Context) error {
 	}
 	defer s.Close()
 	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{CoreRoot: c.String("root"), CoordServers: servers}), c.Duration("refresh"), slog.Default())
+	var proxies []netip.Prefix
+	for _, p := range c.StringSlice("trusted-proxies") {
+		pfx, err := netip.ParsePrefix(p)
+		if err != nil {
+			return fmt.Errorf("--trusted-proxies %q: want a CIDR such as 10.0.0.5/32: %w", p, err)
+		}
+		proxies = append(proxies, pfx)
+	}
 	reg := prometheus.NewRegistry()
 	srv, err := server.New(server.Config{
 		Listen: c.String("listen"), TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"),
 		SecureCookies: c.Bool("secure-cookies"), ReadOnly: c.Bool("read-only"),
 		CoreRoot: c.String("root"), SessionTTL: c.Duration("session-ttl"),
+		TrustedProxyHeader: c.String("trusted-proxy-header"), TrustedProxies: proxies,
 	}, server.Deps{Session: s, Feed: poller, Logger: slog.Default(), Registerer: reg, Gatherer: reg})
 	if err != nil {
 		return err
