@@ -238,7 +238,9 @@ func (s *Server) apiUpdateTask(w http.ResponseWriter, r *http.Request, p princip
 	if err != nil && !errors.Is(err, core.ErrInvalidSpec) {
 		return err
 	}
-	keepPasswords(sp, old)
+	if err := keepPasswords(sp, old); err != nil {
+		return err
+	}
 	err = s.tasks.UpdateTask(r.Context(), sp, version)
 	s.record(r, p, "task.update", "task/"+name, redacted(old), redacted(sp), err)
 	if err != nil {
@@ -248,17 +250,34 @@ func (s *Server) apiUpdateTask(w http.ResponseWriter, r *http.Request, p princip
 }
 
 // keepPasswords puts the stored passwords back where an edited spec
-// still holds the redacted placeholder it was shown.
-func keepPasswords(sp, old *core.Spec) {
-	if old == nil {
-		return
+// still holds the placeholder it was shown. Only for the same server and
+// account: otherwise a user who may not read the password could send it
+// to a server of their choosing (by editing the host, or by testing the
+// connection), so they must type it again.
+func keepPasswords(sp, old *core.Spec) error {
+	for _, e := range []struct {
+		field    string
+		new, old *core.Endpoint
+	}{{"source", &sp.Source, nilEndpoint(old, true)}, {"target", &sp.Target, nilEndpoint(old, false)}} {
+		if e.new.Password != core.RedactedPassword {
+			continue
+		}
+		if e.old == nil || e.new.Host != e.old.Host || e.new.Port != e.old.Port || e.new.User != e.old.User {
+			return errorf(http.StatusBadRequest, "invalid", e.field+".password: the stored password is kept only for the same host, port and user; type it again")
+		}
+		e.new.Password = e.old.Password
 	}
-	if sp.Source.Password == core.RedactedPassword {
-		sp.Source.Password = old.Source.Password
+	return nil
+}
+
+func nilEndpoint(sp *core.Spec, source bool) *core.Endpoint {
+	switch {
+	case sp == nil:
+		return nil
+	case source:
+		return &sp.Source
 	}
-	if sp.Target.Password == core.RedactedPassword {
-		sp.Target.Password = old.Target.Password
-	}
+	return &sp.Target
 }
 
 func (s *Server) apiDeleteTask(w http.ResponseWriter, r *http.Request, p principal) error {
@@ -348,8 +367,18 @@ func (s *Server) apiValidate(w http.ResponseWriter, r *http.Request, p principal
 	if err != nil {
 		return err
 	}
-	if old, _, err := s.tasks.TaskVersion(r.Context(), sp.Name); err == nil {
-		keepPasswords(sp, old)
+	// The console does not read files named by a request: a password
+	// file belongs on the cores' hosts, and reading it here would send a
+	// file of the console's host to a server the caller chose.
+	if sp.Source.PasswordFile != "" || sp.Target.PasswordFile != "" {
+		return errorf(http.StatusBadRequest, "invalid", "passwordFile is read on the cores' hosts, not by the console: give the password inline to test the connection (a test stores nothing)")
+	}
+	old, _, err := s.tasks.TaskVersion(r.Context(), sp.Name)
+	if err != nil {
+		old = nil
+	}
+	if err := keepPasswords(sp, old); err != nil {
+		return err
 	}
 	rep, err := s.deps.Validate(r.Context(), sp)
 	if err != nil {

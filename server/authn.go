@@ -132,7 +132,8 @@ func mutating(method string) bool {
 
 // safeNext keeps a post-login redirect on this site: a path, not a URL.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	bad := func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsFunc(next, bad) {
 		return "/"
 	}
 	return next

@@ -295,3 +295,65 @@ func TestTrustedProxyHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackStoredPasswordExfiltration: an operator, who may test a
+// task's connection but not read its passwords, tries to make the console
+// send the stored password to a server of theirs (the placeholder *** with
+// another host), or a file of the console's host (passwordFile). Both are
+// refused; the same host gets the stored password for the test.
+func TestAttackStoredPasswordExfiltration(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	var tested []string
+	c := startConsole(t, tg, func(_ *Config, d *Deps) {
+		d.Validate = func(ctx context.Context, sp *core.Spec) (core.DryRunReport, error) {
+			tested = append(tested, sp.Source.Host+"/"+sp.Source.Password)
+			return core.DryRunReport{OK: true}, nil
+		}
+	})
+	if err := c.admin.AddTask(t.Context(), mustSpec(t, specJSON), false); err != nil {
+		t.Fatal(err)
+	}
+	op := c.as("operator")
+	redacted := strings.ReplaceAll(strings.ReplaceAll(specJSON, "src-secret", "***"), "tgt-secret", "***")
+	for _, body := range []string{
+		elsewhere(redacted),
+		strings.Replace(redacted, `"user":"repl"`, `"user":"other"`, 1),
+		strings.Replace(specJSON, `"password":"src-secret"`, `"passwordFile":"/etc/shadow"`, 1),
+	} {
+		if st, resp := op.do("POST", "/api/v1/tasks:validate", body, nil); st != http.StatusBadRequest || errorCode(resp) != "invalid" {
+			t.Errorf("validate %s: %d %s; want 400 invalid", body, st, resp)
+		}
+	}
+	if st, resp := c.as("admin").do("PUT", "/api/v1/tasks/orders", elsewhere(redacted), map[string]string{"If-Match": `"0"`}); st != http.StatusBadRequest {
+		t.Errorf("update moving the stored password to another host: %d %s", st, resp)
+	}
+	if st, resp := op.do("POST", "/api/v1/tasks:validate", redacted, nil); st != 200 {
+		t.Fatalf("validate of the stored servers: %d %s", st, resp)
+	}
+	if len(tested) != 1 || tested[0] != "127.0.0.1/src-secret" {
+		t.Errorf("dry runs made: %q; want one, on the stored host with the stored password", tested)
+	}
+}
+
+// elsewhere moves a spec's source to another host.
+func elsewhere(spec string) string {
+	return strings.Replace(spec, `"host":"127.0.0.1","port":3306`, `"host":"evil.example","port":3306`, 1)
+}
+
+// TestLoginRedirectStaysOnSite: the page a login returns to is a path of
+// the console, never another site.
+func TestLoginRedirectStaysOnSite(t *testing.T) {
+	for next, want := range map[string]string{
+		"/tasks/orders?x=1":    "/tasks/orders?x=1",
+		"//evil.example/":      "/",
+		"/\t/evil.example":     "/",
+		"/\\evil.example":      "/",
+		"https://evil.example": "/",
+		"":                     "/",
+	} {
+		if got := safeNext(next); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
