@@ -92,6 +92,7 @@ type Server struct {
 	handler http.Handler
 	metrics *metrics
 	events  eventCache
+	lags    lagHistory
 	// patterns are the routes installed, for the OpenAPI test.
 	patterns []string
 	streams  slots
@@ -160,6 +161,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	return s, nil
 }
 
+// Track records what the pages show over time (the lag charts) from the
+// feed until ctx ends. Serve runs it; a caller that only installs the
+// Handler in its own mux runs it too.
+func (s *Server) Track(ctx context.Context) { s.track(ctx) }
+
 // Handler is the console: API, UI, /health.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -184,6 +190,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		g = prometheus.DefaultGatherer
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	tctx, stopTrack := context.WithCancel(ctx)
+	tracked := make(chan struct{})
+	go func() {
+		defer close(tracked)
+		s.Track(tctx)
+	}()
+	defer func() {
+		stopTrack()
+		<-tracked
+	}()
 	s.Register(mux)
 	hs := &http.Server{
 		Handler:           mux,

@@ -125,6 +125,7 @@ type taskPage struct {
 	View    taskView
 	Summary liveTask
 	Spec    *core.Spec
+	Lag     lagChart
 }
 
 type taskRow struct {
@@ -156,7 +157,7 @@ func (s *Server) uiRoutes() {
 			return err
 		}
 		d.Title = "Task " + tv.Name
-		d.Data = taskPage{View: tv, Summary: taskSummary(tv.TaskStatus), Spec: tv.Spec}
+		d.Data = taskPage{View: tv, Summary: taskSummary(tv.TaskStatus), Spec: tv.Spec, Lag: s.lags.chart(tv.Name)}
 		return nil
 	})
 	s.page("GET /new/task", "taskform", func(r *http.Request, d *pageData) error {
