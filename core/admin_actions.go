@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,9 @@ var (
 	// has passed; the replicator resumes from the later of the two, so
 	// it would not take effect.
 	ErrPositionBehind = errors.New("core: position is behind the target's checkpoint")
+	// ErrNoFailure: a skip found no recorded failure naming the source
+	// transaction to skip.
+	ErrNoFailure = errors.New("core: no failed transaction to skip")
 )
 
 // AnyVersion is the version of an unconditional UpdateTask.
@@ -205,13 +209,43 @@ func (a *Admin) ResetPosition(ctx context.Context, name string, pos Position, e 
 			return false, fmt.Errorf("%s: %w", a.layout.LastCommit(name), err)
 		}
 		res.Before = lc.Position()
-		lc.File, lc.Pos, lc.GTID, lc.Failure = pos.File, pos.Pos, "", nil
+		lc.File, lc.Pos, lc.GTID, lc.Failure = pos.File, pos.Pos, pos.GTID, nil
 		return true, nil
 	})
 	if err != nil {
 		return res, fmt.Errorf("core: reset position of task %q: %w", name, err)
 	}
 	return res, nil
+}
+
+// failedAtRe finds, in a recorded failure, the end of the source
+// transaction the target refused (replication.ApplyError's wording).
+var failedAtRe = regexp.MustCompile(`source transaction ending at ([A-Za-z0-9_.-]+\.[0-9]+):([0-9]+)(?: \(gtid ([^)]*)\))?`)
+
+// SkipEvent skips the source transaction a stopped task failed on for
+// good: it resets the task's position (ResetPosition, with its checks) to
+// the end of that transaction, as the recorded failure names it, so the
+// task resumes with the next one when started. The transaction's changes
+// are lost on the target: for a row the target already had, or a change
+// an operator applied by hand. It refuses (ErrNoFailure) a task without a
+// recorded failure that names the transaction.
+func (a *Admin) SkipEvent(ctx context.Context, name string, e Engine, log *slog.Logger) (PositionReset, error) {
+	ts, err := a.stoppedTask(ctx, name)
+	if err != nil {
+		return PositionReset{Task: name}, err
+	}
+	if ts.LastCommit == nil || ts.LastCommit.Failure == nil {
+		return PositionReset{Task: name}, fmt.Errorf("%w: %s has no recorded failure: nothing to skip", ErrNoFailure, name)
+	}
+	m := failedAtRe.FindStringSubmatch(ts.LastCommit.Failure.Error)
+	if m == nil {
+		return PositionReset{Task: name}, fmt.Errorf("%w: %s failed with %q, which names no source transaction: reset its position by hand", ErrNoFailure, name, ts.LastCommit.Failure.Error)
+	}
+	n, err := strconv.ParseUint(m[2], 10, 32)
+	if err != nil {
+		return PositionReset{Task: name}, fmt.Errorf("%w: %s: position %s:%s out of range", ErrNoFailure, name, m[1], m[2])
+	}
+	return a.ResetPosition(ctx, name, Position{File: m[1], Pos: uint32(n), GTID: m[3]}, e, log)
 }
 
 // stoppedTask returns a task that is stopped with no instance RUNNING.

@@ -81,9 +81,9 @@ func TestHandoverToStandby(t *testing.T) {
 }
 
 // TestResetPositionPastAFailingEvent: an event that fails for good is
-// skipped by stopping the task and resetting its position past it; a
-// position behind the target's checkpoint and a reset of a running task
-// are refused.
+// skipped by stopping the task and skipping the transaction the failure
+// names (a position reset to its end); a position behind the target's
+// checkpoint and a reset of a running task are refused.
 func TestResetPositionPastAFailingEvent(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		ctx := ctxFor(t, 60*time.Second)
@@ -106,9 +106,12 @@ func TestResetPositionPastAFailingEvent(t *testing.T) {
 		if _, err := a.ResetPosition(ctx, "t1", Position{File: memFile, Pos: 100}, eng, log); !errors.Is(err, ErrPositionBehind) {
 			t.Fatalf("reset behind the target's checkpoint: got %v, want ErrPositionBehind", err)
 		}
-		res, err := a.ResetPosition(ctx, "t1", past, eng, log)
-		if err != nil || res.Before.Pos != 200 {
-			t.Fatalf("reset: %+v, %v; want it to move from 200", res, err)
+		res, err := a.SkipEvent(ctx, "t1", eng, log)
+		if err != nil || res.Before.Pos != 200 || res.After != past {
+			t.Fatalf("skip: %+v, %v; want it to move from 200 to %v, the end of the failed transaction", res, err, past)
+		}
+		if _, err := a.SkipEvent(ctx, "t1", eng, log); !errors.Is(err, ErrNoFailure) {
+			t.Fatalf("second skip: got %v, want ErrNoFailure (the failure is cleared)", err)
 		}
 		if err := a.SetState(ctx, "t1", DesiredRunning); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -24,6 +25,11 @@ func (r *runner) taskActionCommands() []*cli.Command {
 			&cli.StringFlag{Name: "to", Required: true, Usage: "the binlog position to resume from, file:pos"},
 		},
 		Action: r.taskResetPosition,
+	}, {
+		Name:      "skip-event",
+		Usage:     "move a stopped task that failed for good past the source transaction its failure names",
+		ArgsUsage: "task",
+		Action:    r.taskSkipEvent,
 	}}
 }
 
@@ -50,13 +56,26 @@ func (r *runner) taskResetPosition(c *cli.Context) error {
 	if err != nil {
 		return usagef("task reset-position: --to: %v", err)
 	}
+	return r.moveTask(c, func(ctx context.Context, a *core.Admin, name string) (core.PositionReset, error) {
+		return a.ResetPosition(ctx, name, pos, r.engine, r.logger())
+	})
+}
+
+func (r *runner) taskSkipEvent(c *cli.Context) error {
+	return r.moveTask(c, func(ctx context.Context, a *core.Admin, name string) (core.PositionReset, error) {
+		return a.SkipEvent(ctx, name, r.engine, r.logger())
+	})
+}
+
+// moveTask runs a position change on the task argument and prints it.
+func (r *runner) moveTask(c *cli.Context, move func(context.Context, *core.Admin, string) (core.PositionReset, error)) error {
 	name, a, err := r.oneTask(c)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
-	res, err := a.ResetPosition(ctx, name, pos, r.engine, r.logger())
+	res, err := move(ctx, a, name)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,7 @@ func TestTaskHandoverAndResetPositionVerbs(t *testing.T) {
 			{[]string{"task", "reset-position", "--to", "mysql-bin.000003:4", "copy_hot_item"}, ExitFailure, "is running: stop it first"},
 			{[]string{"task", "reset-position", "--to", "mysql-bin.000003:4", "nope"}, ExitFailure, "no such task: nope"},
 			{[]string{"task", "handover", "nope"}, ExitFailure, "no such task: nope"},
+			{[]string{"task", "skip-event", "copy_hot_item"}, ExitFailure, "is running: stop it first"},
 		} {
 			if r := runCtlAuth(t, conn, tc.args...); r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("ctl %s: %v\nwant exit %d and %q", strings.Join(tc.args, " "), r, tc.code, tc.want)

@@ -44,6 +44,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/tasks/{task}/stop", auth.Operator, s.apiTaskState(core.DesiredStopped))
 	s.handle("POST /api/v1/tasks/{task}/handover", auth.Operator, s.apiHandover)
 	s.handle("POST /api/v1/tasks/{task}/reset-position", auth.Admin, s.apiResetPosition)
+	s.handle("POST /api/v1/tasks/{task}/skip-event", auth.Admin, s.apiSkipEvent)
 	s.handle("GET /api/v1/jobs", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
 		return map[string]any{"jobs": snap.Jobs, "schedulers": snap.Schedulers, "error": snap.Errors[cluster.SectionJobs]}
 	}))
@@ -355,6 +356,28 @@ func (s *Server) apiResetPosition(w http.ResponseWriter, r *http.Request, p prin
 	}
 	res, err := s.tasks.ResetPosition(r.Context(), name, pos, s.deps.Engine, s.log)
 	s.record(r, p, "task.reset-position", "task/"+name, map[string]string{"position": res.Before.String()}, map[string]string{"position": pos.String()}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// apiSkipEvent moves a stopped, failed task past the source transaction
+// its failure names; confirm must repeat the task's name.
+func (s *Server) apiSkipEvent(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	var req struct {
+		Confirm string `json:"confirm"`
+	}
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Confirm != name {
+		return errorf(http.StatusBadRequest, "confirm", fmt.Sprintf("confirm %q: type the task's name, %q, to skip its failed transaction", req.Confirm, name))
+	}
+	res, err := s.tasks.SkipEvent(r.Context(), name, s.deps.Engine, s.log)
+	s.record(r, p, "task.skip-event", "task/"+name, map[string]string{"position": res.Before.String()}, map[string]string{"position": res.After.String()}, err)
 	if err != nil {
 		return err
 	}

@@ -50,6 +50,8 @@ func TestTaskLifecycleThroughTheAPI(t *testing.T) {
 			{"POST", "/api/v1/tasks/orders/handover", "", nil, http.StatusConflict, "no_standby"},
 			{"POST", "/api/v1/tasks/orders/reset-position", `{"position":"mysql-bin.000001:4","confirm":"wrong"}`, nil, http.StatusBadRequest, "confirm"},
 			{"POST", "/api/v1/tasks/orders/reset-position", `{"position":"mysql-bin.000001:4","confirm":"orders"}`, nil, http.StatusConflict, "busy"},
+			{"POST", "/api/v1/tasks/orders/skip-event", `{"confirm":"orders"}`, nil, http.StatusConflict, "busy"},
+			{"POST", "/api/v1/tasks/orders/skip-event", `{}`, nil, http.StatusBadRequest, "confirm"},
 			{"GET", "/api/v1/jobs/nope", "", nil, http.StatusNotFound, "not_found"},
 			{"GET", "/api/v1/audit?limit=0", "", nil, http.StatusBadRequest, "invalid"},
 		} {
@@ -166,6 +168,7 @@ func TestEveryRouteChecksTheRole(t *testing.T) {
 		{"POST", "/api/v1/tasks", strings.Replace(specJSON, `"orders"`, `"second"`, 1), "admin"},
 		{"PUT", "/api/v1/tasks/orders", specJSON, "admin"},
 		{"POST", "/api/v1/tasks/orders/reset-position", `{"position":"mysql-bin.000001:4","confirm":"orders"}`, "admin"},
+		{"POST", "/api/v1/tasks/orders/skip-event", `{"confirm":"orders"}`, "admin"},
 		{"POST", "/api/v1/sources", `{"add":["file:///var/log/app/*.log"]}`, "admin"},
 		{"DELETE", "/api/v1/tasks/second", "", "admin"},
 	}

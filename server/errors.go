@@ -48,6 +48,7 @@ func classify(err error) *apiError {
 		{core.ErrTaskBusy, http.StatusConflict, "busy"},
 		{core.ErrNoStandby, http.StatusConflict, "no_standby"},
 		{core.ErrPositionBehind, http.StatusConflict, "position_behind"},
+		{core.ErrNoFailure, http.StatusConflict, "no_failure"},
 		{auth.ErrNoUser, http.StatusNotFound, "not_found"},
 		{auth.ErrBadToken, http.StatusNotFound, "not_found"},
 	} {

@@ -40,6 +40,19 @@ function wireActions() {
       }
     });
   }
+  const skip = document.getElementById("skip-form");
+  if (skip) {
+    skip.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      try {
+        const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(skip.dataset.task) + "/skip-event",
+          {confirm: new FormData(skip).get("confirm")});
+        flash("Skipped to " + data.after.file + ":" + data.after.pos + "; start the task to resume");
+      } catch (e) {
+        flash(e.message, true);
+      }
+    });
+  }
   const reset = document.getElementById("reset-form");
   if (reset) {
     reset.addEventListener("submit", async (ev) => {
