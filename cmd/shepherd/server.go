@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -49,6 +50,14 @@ See docs/console.md.`,
 }
 
 func runServer(c *cli.Context) error {
+	var proxies []netip.Prefix
+	for _, p := range c.StringSlice("trusted-proxies") {
+		pfx, err := netip.ParsePrefix(p)
+		if err != nil {
+			return fmt.Errorf("--trusted-proxies %q: want a CIDR such as 10.0.0.5/32: %w", p, err)
+		}
+		proxies = append(proxies, pfx)
+	}
 	ctx, stop := signalContext(c)
 	defer stop()
 	servers, err := coordhealth.Servers(c.String("zk"))
@@ -60,22 +69,20 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if opts.Auth == "" && !opts.InsecureOpenACL {
+		return fmt.Errorf("the console keeps its accounts in nodes only the cluster's credential may read: pass --auth-file (shepherd coord writes <data-dir>/admin.auth; docs/console.md)")
+	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	s, err := recipe.Dial(dctx, c.String("zk"), opts)
+	if errors.Is(err, recipe.ErrBadConnectString) {
+		return fmt.Errorf("--zk: %w", err)
+	}
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{CoreRoot: c.String("root"), CoordServers: servers}), c.Duration("refresh"), slog.Default())
-	var proxies []netip.Prefix
-	for _, p := range c.StringSlice("trusted-proxies") {
-		pfx, err := netip.ParsePrefix(p)
-		if err != nil {
-			return fmt.Errorf("--trusted-proxies %q: want a CIDR such as 10.0.0.5/32: %w", p, err)
-		}
-		proxies = append(proxies, pfx)
-	}
 	reg := prometheus.NewRegistry()
 	srv, err := server.New(server.Config{
 		Listen: c.String("listen"), TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"),
