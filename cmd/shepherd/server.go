@@ -31,6 +31,7 @@ behind a load balancer. There is no default account: create the first admin with
 The console needs the credential (--auth-file) that owns the cluster's nodes.
 See docs/console.md.`,
 		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "YAML file with these flag names as keys (lists as comma-separated strings); flags win over it"},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "address of the console"},
 			&cli.StringFlag{Name: "zk", Value: "127.0.0.1:2181", EnvVars: []string{"SHEPHERD_ZK"},
 				Usage: "coordination servers and optional chroot: host:port[,host:port…][/chroot]"},
@@ -50,6 +51,9 @@ See docs/console.md.`,
 }
 
 func runServer(c *cli.Context) error {
+	if err := applyYAMLConfig(c); err != nil {
+		return err
+	}
 	var proxies []netip.Prefix
 	for _, p := range c.StringSlice("trusted-proxies") {
 		pfx, err := netip.ParsePrefix(p)

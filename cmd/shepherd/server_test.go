@@ -28,6 +28,10 @@ func runServerArgs(ctx context.Context, args ...string) error {
 }
 
 func TestServerFlagErrors(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "server.yaml")
+	if err := os.WriteFile(conf, []byte("listen: 127.0.0.1:0\ntrusted-proxies: 10.0.0.5\nbogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -35,6 +39,7 @@ func TestServerFlagErrors(t *testing.T) {
 		{[]string{"--auth", "a:b", "--zk", "127.0.0.1:1/x//y"}, "--zk"},
 		{[]string{"--trusted-proxies", "10.0.0.5", "--zk", "127.0.0.1:1"}, "--trusted-proxies"},
 		{[]string{"--zk", "127.0.0.1:1"}, "pass --auth-file"},
+		{[]string{"--config", conf}, `unknown key "bogus"`},
 		{[]string{"--auth", "a:b", "--auth-file", "/nonexistent"}, "--auth and --auth-file both given"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
