@@ -66,6 +66,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/audit", auth.Viewer, s.apiAudit)
 	s.handle("GET /api/v1/events", auth.Viewer, s.apiEvents)
 	s.handle("GET /api/v1/users", auth.Admin, s.apiUsers)
+	s.handle("GET /api/v1/znodes", auth.Admin, s.apiZnode)
 	s.handle("DELETE /api/v1/tokens/{id}", auth.Admin, s.apiRevokeToken)
 
 	s.uiRoutes()

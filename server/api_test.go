@@ -163,6 +163,8 @@ func TestEveryRouteChecksTheRole(t *testing.T) {
 		{"GET", "/new/task", "", "admin"},
 		{"GET", "/users", "", "admin"},
 		{"GET", "/api/v1/users", "", "admin"},
+		{"GET", "/api/v1/znodes?path=/mysql_replicator", "", "admin"},
+		{"GET", "/znodes?path=/", "", "admin"},
 		{"DELETE", "/api/v1/tokens/0000000000000000", "", "admin"},
 		{"GET", "/tasks/orders/edit", "", "admin"},
 		{"POST", "/api/v1/tasks", strings.Replace(specJSON, `"orders"`, `"second"`, 1), "admin"},

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/server/auth"
 )
@@ -354,6 +356,40 @@ func TestLoginRedirectStaysOnSite(t *testing.T) {
 	} {
 		if got := safeNext(next); got != want {
 			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
+
+// TestZnodeBrowserHidesWhatOnlyTheCredentialReads: the browser shows the
+// tree's structure to admins, and the data of world-readable nodes only:
+// never a password hash, the session key, nor a task's password.
+func TestZnodeBrowserHidesWhatOnlyTheCredentialReads(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	if err := c.admin.AddTask(t.Context(), mustSpec(t, specJSON), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.session.Create(t.Context(), "/public", []byte("hello"), 0, zk.WorldACL(zk.PermRead|zk.PermWrite)); err != nil {
+		t.Fatal(err)
+	}
+	admin := c.as("admin")
+	admin.do("GET", "/api/v1/me", nil, nil) // the login made the session key
+	for path, want := range map[string]string{
+		"/shepherd/console/users/admin":  "not world-readable",
+		"/shepherd/console/session-key":  "not world-readable",
+		"/mysql_replicator/tasks/orders": "not world-readable",
+		"/public":                        `"data":"hello"`,
+		"/shepherd/console/users":        `"children":["admin","operator","viewer"]`,
+	} {
+		st, body := admin.do("GET", "/api/v1/znodes?path="+path, nil, nil)
+		if st != 200 || !strings.Contains(body, want) || strings.Contains(body, "$2a$") || strings.Contains(body, "secret") {
+			t.Errorf("GET znode %s: %d %s; want %q and no secret", path, st, body, want)
+		}
+	}
+	for path, status := range map[string]int{"/nope": 404, "relative": 400, "/a/../b": 400} {
+		if st, _ := admin.do("GET", "/api/v1/znodes?path="+path, nil, nil); st != status {
+			t.Errorf("GET znode %s: %d, want %d", path, st, status)
 		}
 	}
 }

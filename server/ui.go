@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -25,7 +26,7 @@ var staticFS embed.FS
 // pages are the UI's templates, each parsed with the layout.
 type pages struct{ t map[string]*template.Template }
 
-var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "collectors", "coord", "audit", "users"}
+var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "collectors", "coord", "audit", "users", "znodes"}
 
 func newPages() (*pages, error) {
 	funcs := template.FuncMap{
@@ -52,6 +53,8 @@ func newPages() (*pages, error) {
 			return b.Sub(a).Round(time.Millisecond).String()
 		},
 		"lower": strings.ToLower,
+		"parent": path.Dir,
+		"child":  func(dir, name string) string { return path.Join(dir, name) },
 		"join":  strings.Join,
 	}
 	p := &pages{t: map[string]*template.Template{}}
@@ -214,6 +217,14 @@ func (s *Server) uiRoutes() {
 		d.Title = "Users and tokens"
 		a, err := s.readAccounts(r.Context())
 		d.Data = a
+		return err
+	})
+	s.page("GET /znodes", "znodes", func(r *http.Request, d *pageData) error {
+		if !d.Role.Allows(auth.Admin) {
+			return errorf(http.StatusForbidden, "forbidden", "the znode browser needs the admin role")
+		}
+		v, err := s.readZnode(r)
+		d.Title, d.Data = "Znode "+v.Path, v
 		return err
 	})
 	s.page("GET /audit", "audit", func(r *http.Request, d *pageData) error {
