@@ -18,7 +18,7 @@ func (r *runner) userCommand() *cli.Command {
 		Name:      "user",
 		Usage:     "manage the control console's users: add, list, rm",
 		ArgsUsage: "add|list|rm [args]",
-		Description: `  add NAME --role viewer|operator|admin --password-file F [--replace]
+		Description: `  add --role viewer|operator|admin --password-file F [--replace] NAME
                   store a user with a bcrypt hash of the first line of F
   list            users and their roles (never hashes)
   rm NAME         remove a user and its API tokens
@@ -28,10 +28,10 @@ There is no default account: create the first admin with user add. The records l
 		Subcommands: []*cli.Command{{
 			Name:      "add",
 			Usage:     "add a user (or change its password or role with --replace)",
-			ArgsUsage: "NAME --role ROLE --password-file F",
+			ArgsUsage: "--role ROLE --password-file F NAME",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "role", Usage: "viewer, operator or admin", Required: true},
-				&cli.StringFlag{Name: "password-file", Usage: "file whose first line is the password, - for standard input", Required: true},
+				&cli.StringFlag{Name: "role", Usage: "viewer, operator or admin (required)"},
+				&cli.StringFlag{Name: "password-file", Usage: "file whose first line is the password, - for standard input (required)"},
 				&cli.BoolFlag{Name: "replace", Usage: "change an existing user"},
 			},
 			Action: r.userAdd,
@@ -65,7 +65,7 @@ func (r *runner) tokenCommand() *cli.Command {
 			Name:  "create",
 			Usage: "create a token for a user and print it (once)",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "user", Required: true, Usage: "the user the token acts as (with its role)"},
+				&cli.StringFlag{Name: "user", Usage: "the user the token acts as, with its role (required)"},
 				&cli.StringFlag{Name: "note", Usage: "what the token is for"},
 			},
 			Action: r.tokenCreate,
@@ -97,6 +97,9 @@ func (r *runner) userAdd(c *cli.Context) error {
 	args, err := argsN(c, 1, 1)
 	if err != nil {
 		return err
+	}
+	if c.String("role") == "" || c.String("password-file") == "" {
+		return usagef("user add: --role and --password-file are required, before the name (usage: %s)", usageLine(c))
 	}
 	role, err := auth.ParseRole(c.String("role"))
 	if err != nil {
@@ -159,6 +162,9 @@ func (r *runner) userRemove(c *cli.Context) error {
 func (r *runner) tokenCreate(c *cli.Context) error {
 	if _, err := argsN(c, 0, 0); err != nil {
 		return err
+	}
+	if c.String("user") == "" {
+		return usagef("token create: --user is required")
 	}
 	st, err := r.accounts()
 	if err != nil {

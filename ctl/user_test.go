@@ -24,6 +24,9 @@ func TestUserAndTokenVerbs(t *testing.T) {
 		if r := runCtlAuth(t, connect, "user", "add", "--role", "boss", "--password-file", pw, "root"); r.code != ExitUsage {
 			t.Fatalf("user add with a bad role: %v", r)
 		}
+		if r := runCtlAuth(t, connect, "user", "add", "root", "--role", "admin", "--password-file", pw); r.code != ExitUsage || !strings.Contains(r.stderr, "flags go before") {
+			t.Fatalf("user add with flags after the name: %v", r)
+		}
 		mustCtlAuth(t, connect, "user", "add", "--role", "admin", "--password-file", pw, "root")
 		if r := runCtlAuth(t, connect, "user", "add", "--role", "viewer", "--password-file", pw, "root"); r.code == 0 || !strings.Contains(r.stderr, "--replace") {
 			t.Fatalf("second user add: %v", r)

@@ -27,7 +27,7 @@ func serverCommand() *cli.Command {
 		Description: `Serves the console at --listen: the web UI at /, the JSON API at /api/v1 (OpenAPI
 document at /api/v1/openapi.json), /health and /metrics. Stateless: any number may run
 behind a load balancer. There is no default account: create the first admin with
-"shepherd ctl --auth-file admin.auth user add NAME --role admin --password-file F".
+"shepherd ctl --auth-file admin.auth user add --role admin --password-file F NAME".
 The console needs the credential (--auth-file) that owns the cluster's nodes.
 See docs/console.md.`,
 		Flags: append([]cli.Flag{
