@@ -52,10 +52,10 @@ func newPages() (*pages, error) {
 			}
 			return b.Sub(a).Round(time.Millisecond).String()
 		},
-		"lower": strings.ToLower,
+		"lower":  strings.ToLower,
 		"parent": path.Dir,
 		"child":  func(dir, name string) string { return path.Join(dir, name) },
-		"join":  strings.Join,
+		"join":   strings.Join,
 	}
 	p := &pages{t: map[string]*template.Template{}}
 	for _, n := range pageNames {
