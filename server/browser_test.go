@@ -133,6 +133,7 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	// (a marker set on it survives).
 	browserValue(b, "mark the page", chromedp.Evaluate[bool](`window.__notReloaded = true`))
 	b.waitText("#task-state", "RUNNING")
+	b.waitContains("#instances", "RUNNING")
 	if !browserValue(b, "check no reload", chromedp.Evaluate[bool](`window.__notReloaded === true`)) {
 		t.Fatal("the task page was reloaded to show RUNNING")
 	}
@@ -159,6 +160,7 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	b.run("run now", chromedp.Click(chromedp.CSS("#job-run")))
 	b.waitText("#job-last", "succeeded")
 	b.checkConfirmed("Run nightly-report now?")
+	b.waitContains("#runs", "report done") // the history too, without a reload
 	b.run("reload the job", chromedp.Navigate(hs.URL+"/jobs/nightly-report"), chromedp.WaitVisible(chromedp.CSS("#runs")))
 	runs := browserValue(b, "read the history", chromedp.Text(chromedp.CSS("#runs")))
 	if !strings.Contains(runs, "report done") || !strings.Contains(runs, "succeeded") {
@@ -264,6 +266,23 @@ func (b *browser) waitText(sel, want string) {
 			return err
 		}
 		if strings.TrimSpace(got) != want {
+			return fmt.Errorf("it reads %q", got)
+		}
+		return nil
+	})
+}
+
+// waitContains waits until the element's text holds want.
+func (b *browser) waitContains(sel, want string) {
+	b.t.Helper()
+	testWaitFor(b.t, 60*time.Second, sel+" to hold "+want, func() error {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer cancel()
+		got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(got, want) {
 			return fmt.Errorf("it reads %q", got)
 		}
 		return nil

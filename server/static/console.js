@@ -150,6 +150,48 @@ function setField(kind, name, field, value) {
   }
 }
 
+// row builds a table row of text cells (never HTML from the server).
+function row(cells, stateCol) {
+  const tr = document.createElement("tr");
+  cells.forEach((c, i) => {
+    const td = document.createElement("td");
+    td.textContent = c === undefined || c === null ? "" : String(c);
+    if (i === stateCol) td.className = "state";
+    tr.append(td);
+  });
+  return tr;
+}
+
+function utc(t) {
+  return t && !t.startsWith("0001") ? t.replace("T", " ").replace(/\.\d+Z$/, "Z") : "";
+}
+
+// refreshTables re-reads the task's instances or the job's runs, when the
+// page shows them, after a new snapshot.
+async function refreshTables() {
+  const inst = document.getElementById("instances");
+  if (inst) {
+    try {
+      const {data} = await api("GET", "/api/v1/tasks/" + encodeURIComponent(inst.dataset.task));
+      const rows = (data.instances || []).map((i) => row([i.name, i.state.state, i.state.host, i.state.epoch,
+        i.state.position.file ? i.state.position.file + ":" + i.state.position.pos : "", i.state.lagSeconds, i.state.rowsPerSecond,
+        utc(i.state.since), i.state.error], 1));
+      inst.tBodies[0].replaceChildren(...(rows.length ? rows : [row(["No core stands by for this task."])]));
+    } catch (e) { /* the next snapshot tries again */ }
+  }
+  const runs = document.getElementById("runs");
+  if (runs) {
+    try {
+      const {data} = await api("GET", "/api/v1/jobs/" + encodeURIComponent(runs.dataset.job) + "/runs");
+      const took = (r) => r.start && r.end ? (new Date(r.end) - new Date(r.start)) + "ms" : "";
+      const rows = (data || []).map((r) => r.result
+        ? row([r.runKey, r.result.status, r.result.host, utc(r.result.start), took(r.result), r.result.exitCode, (r.result.output || "") + (r.result.error || "")], 1)
+        : row([r.runKey, r.running ? "running" : "pending"], 1));
+      runs.tBodies[0].replaceChildren(...(rows.length ? rows : [row(["No runs yet."])]));
+    } catch (e) { /* the next snapshot tries again */ }
+  }
+}
+
 function liveUpdates() {
   if (document.body.dataset.live !== "on" || !window.EventSource) return;
   const status = document.getElementById("live-status");
@@ -173,6 +215,7 @@ function liveUpdates() {
       setField("collector", c.name, "alive", c.alive ? "alive" : "dead");
       setField("collector", c.name, "lines", c.lines);
     }
+    refreshTables();
   });
 }
 
