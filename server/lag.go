@@ -10,12 +10,17 @@ import (
 
 // lagHistory keeps, per task, the owner's lag sampled from the snapshots
 // at most every lagEvery, for the last lagKeep samples: the task page's
-// chart. It is this console's memory since it started (consoles share no
+// chart; and each collector's lines per second between the last two
+// samples. It is this console's memory since it started (consoles share no
 // state), bounded by the tasks of the newest snapshot.
 type lagHistory struct {
 	mu    sync.Mutex
 	last  time.Time
 	tasks map[string][]lagSample
+	// lines and rates are each collector's committed lines at the last
+	// sample and its lines per second since the one before.
+	lines map[string]int64
+	rates map[string]float64
 }
 
 type lagSample struct {
@@ -35,6 +40,7 @@ func (h *lagHistory) add(snap *Snapshot) {
 	if snap.ReadAt.Sub(h.last) < lagEvery {
 		return
 	}
+	prevAt := h.last
 	h.last = snap.ReadAt
 	next := make(map[string][]lagSample, len(snap.Tasks))
 	for _, ts := range snap.Tasks {
@@ -49,6 +55,23 @@ func (h *lagHistory) add(snap *Snapshot) {
 		next[ts.Name] = s
 	}
 	h.tasks = next
+	lines, rates := make(map[string]int64, len(snap.Collectors)), make(map[string]float64, len(snap.Collectors))
+	for _, c := range snap.Collectors {
+		lines[c.Name] = c.Lines
+		if prev, ok := h.lines[c.Name]; ok && c.Lines >= prev && !prevAt.IsZero() {
+			rates[c.Name] = float64(c.Lines-prev) / snap.ReadAt.Sub(prevAt).Seconds()
+		}
+	}
+	h.lines, h.rates = lines, rates
+}
+
+// rate is a collector's lines per second over the last sample interval,
+// and whether there is one yet.
+func (h *lagHistory) rate(collector string) (float64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, ok := h.rates[collector]
+	return r, ok
 }
 
 // track records every snapshot of the feed until ctx ends.

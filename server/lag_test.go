@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/collector"
 	"github.com/shepherd-dev/shepherd/core"
 )
 
@@ -30,9 +31,17 @@ func TestLagHistorySamplesAndBounds(t *testing.T) {
 	if gap := h.tasks["a"][1].At.Sub(h.tasks["a"][0].At); gap != lagEvery {
 		t.Fatalf("samples %v apart, want %v", gap, lagEvery)
 	}
-	h.add(snap(t0.Add(24*time.Hour), 3, "a"))
+	last := snap(t0.Add(24*time.Hour), 3, "a")
+	last.Collectors = []collector.CollectorInfo{{Name: "c1", Lines: 1000}}
+	h.add(last)
+	next := snap(t0.Add(24*time.Hour+lagEvery), 3, "a")
+	next.Collectors = []collector.CollectorInfo{{Name: "c1", Lines: 1300}}
+	h.add(next)
 	if _, ok := h.tasks["b"]; ok {
 		t.Fatal("a task gone from the snapshot is still kept")
+	}
+	if r, ok := h.rate("c1"); !ok || r != 10 {
+		t.Fatalf("collector rate %v (%v), want 10 lines/s", r, ok)
 	}
 	c := h.chart("a")
 	if c.Max != 6 || c.N != lagKeep || strings.Count(c.Points, ",") != lagKeep {

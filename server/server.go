@@ -143,7 +143,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.audit = audit.New(deps.Session, auth.Root+"/audit", cfg.AuditKeep, s.log)
 	var err error
-	if s.pages, err = newPages(); err != nil {
+	if s.pages, err = newPages(&s.lags); err != nil {
 		return nil, err
 	}
 	s.mux = http.NewServeMux()

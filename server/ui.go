@@ -28,7 +28,8 @@ type pages struct{ t map[string]*template.Template }
 
 var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "collectors", "coord", "audit", "users", "znodes"}
 
-func newPages() (*pages, error) {
+// newPages parses the templates; lags feeds the collectors' rates.
+func newPages(lags *lagHistory) (*pages, error) {
 	funcs := template.FuncMap{
 		"json": func(v any) string {
 			b, _ := json.MarshalIndent(v, "", "  ")
@@ -52,7 +53,13 @@ func newPages() (*pages, error) {
 			}
 			return b.Sub(a).Round(time.Millisecond).String()
 		},
-		"lower":  strings.ToLower,
+		"lower": strings.ToLower,
+		"rate": func(c string) string {
+			if r, ok := lags.rate(c); ok {
+				return fmt.Sprintf("%.1f", r)
+			}
+			return "…"
+		},
 		"parent": path.Dir,
 		"child":  func(dir, name string) string { return path.Join(dir, name) },
 		"join":   strings.Join,
