@@ -153,13 +153,16 @@ type taskView struct {
 	Version int32 `json:"specVersion"`
 }
 
-// readTask is a task's status from the snapshot — or, for a task newer
-// than the snapshot, read now — with its spec node's version.
+// readTask is a task as the API shows it: its spec and the spec node's
+// version from one read now (so that the ETag is the version of the spec
+// shown, and an answer to a change shows the change), its instances and
+// lastCommit from the snapshot — or read now for a task newer than it.
 func (s *Server) readTask(ctx context.Context, name string) (taskView, error) {
-	_, version, err := s.tasks.TaskVersion(ctx, name)
+	sp, version, err := s.tasks.TaskVersion(ctx, name)
 	if err != nil && !errors.Is(err, core.ErrInvalidSpec) {
 		return taskView{}, err
 	}
+	specErr := err
 	snap, serr := s.snapshot()
 	ts, ok := core.TaskStatus{}, false
 	if serr == nil {
@@ -169,6 +172,10 @@ func (s *Server) readTask(ctx context.Context, name string) (taskView, error) {
 		if ts, err = s.tasks.Task(ctx, name); err != nil {
 			return taskView{}, err
 		}
+	}
+	ts.Spec, ts.SpecError = sp, ""
+	if specErr != nil {
+		ts.SpecError = specErr.Error()
 	}
 	return taskView{TaskStatus: redactStatus(ts), Version: version}, nil
 }
