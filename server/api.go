@@ -67,6 +67,9 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/events", auth.Viewer, s.apiEvents)
 	s.handle("GET /api/v1/users", auth.Admin, s.apiUsers)
 	s.handle("GET /api/v1/znodes", auth.Admin, s.apiZnode)
+	s.handle("POST /api/v1/users", auth.Admin, s.apiAddUser)
+	s.handle("DELETE /api/v1/users/{user}", auth.Admin, s.apiRemoveUser)
+	s.handle("POST /api/v1/tokens", auth.Admin, s.apiCreateToken)
 	s.handle("DELETE /api/v1/tokens/{id}", auth.Admin, s.apiRevokeToken)
 
 	s.uiRoutes()
@@ -555,6 +558,67 @@ func (s *Server) apiUsers(w http.ResponseWriter, r *http.Request, p principal) e
 		return err
 	}
 	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// userRequest is the body of POST /api/v1/users.
+type userRequest struct {
+	Name     string `json:"name"`
+	Role     string `json:"role"`
+	Password string `json:"password"`
+	Replace  bool   `json:"replace"`
+}
+
+func (s *Server) apiAddUser(w http.ResponseWriter, r *http.Request, p principal) error {
+	var req userRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	role, err := auth.ParseRole(req.Role)
+	if err == nil {
+		err = s.users.AddUser(r.Context(), req.Name, role, []byte(req.Password), req.Replace)
+	}
+	s.record(r, p, "user.add", "user/"+req.Name, nil, map[string]any{"role": req.Role, "replace": req.Replace}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"name": req.Name, "role": string(role)})
+	return nil
+}
+
+func (s *Server) apiRemoveUser(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("user")
+	if name == p.User {
+		return errorf(http.StatusConflict, "busy", "you cannot remove your own account: another admin must")
+	}
+	err := s.users.RemoveUser(r.Context(), name)
+	s.record(r, p, "user.remove", "user/"+name, nil, nil, err)
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// tokenRequest is the body of POST /api/v1/tokens.
+type tokenRequest struct {
+	User string `json:"user"`
+	Note string `json:"note"`
+}
+
+// apiCreateToken answers with the token: the only time it is shown.
+func (s *Server) apiCreateToken(w http.ResponseWriter, r *http.Request, p principal) error {
+	var req tokenRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	tok, ti, err := s.users.CreateToken(r.Context(), req.User, req.Note)
+	s.record(r, p, "token.create", "token/"+ti.ID, nil, map[string]string{"user": req.User, "note": req.Note}, err)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "id": ti.ID, "user": ti.User, "note": ti.Note})
 	return nil
 }
 

@@ -393,3 +393,47 @@ func TestZnodeBrowserHidesWhatOnlyTheCredentialReads(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminManagesUsersThroughTheAPI: an admin adds a user (who can then
+// log in with its role), makes it a token shown once, cannot remove its
+// own account, and removes the user, ending its logins; no password
+// reaches the audit log.
+func TestAdminManagesUsersThroughTheAPI(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	admin := c.as("admin")
+	if st, body := admin.do("POST", "/api/v1/users", `{"name":"dana","role":"operator","password":"short"}`, nil); st != http.StatusBadRequest {
+		t.Fatalf("a short password: %d %s", st, body)
+	}
+	if st, body := admin.do("POST", "/api/v1/users", `{"name":"dana","role":"operator","password":"dana's long passphrase"}`, nil); st != http.StatusCreated {
+		t.Fatalf("add user: %d %s", st, body)
+	}
+	dana := c.anonymous()
+	if st, body := dana.do("POST", "/login", `{"user":"dana","password":"dana's long passphrase"}`, nil); st != 200 || !strings.Contains(body, `"role":"operator"`) {
+		t.Fatalf("dana's login: %d %s", st, body)
+	}
+	st, body := admin.do("POST", "/api/v1/tokens", `{"user":"dana","note":"ci"}`, nil)
+	var tok struct{ Token, ID string }
+	if err := json.Unmarshal([]byte(body), &tok); st != http.StatusCreated || err != nil || !strings.HasPrefix(tok.Token, "shp_") {
+		t.Fatalf("create token: %d %s", st, body)
+	}
+	if st, body := admin.do("DELETE", "/api/v1/users/admin", nil, nil); st != http.StatusConflict {
+		t.Fatalf("removing oneself: %d %s", st, body)
+	}
+	if st, body := admin.do("DELETE", "/api/v1/users/dana", nil, nil); st != http.StatusNoContent {
+		t.Fatalf("remove dana: %d %s", st, body)
+	}
+	if st, _ := dana.do("POST", "/login", `{"user":"dana","password":"dana's long passphrase"}`, nil); st != http.StatusUnauthorized {
+		t.Errorf("login of a removed user: %d", st)
+	}
+	api := c.anonymous()
+	api.header.Set("Authorization", "Bearer "+tok.Token)
+	if st, _ := api.do("GET", "/api/v1/me", nil, nil); st != http.StatusUnauthorized {
+		t.Errorf("token of a removed user: %d", st)
+	}
+	_, audit := admin.do("GET", "/api/v1/audit", nil, nil)
+	if strings.Contains(audit, "passphrase") || strings.Contains(audit, tok.Token) || !strings.Contains(audit, `"action":"user.add"`) {
+		t.Errorf("audit log: %s", audit)
+	}
+}

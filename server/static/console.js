@@ -53,6 +53,34 @@ function wireActions() {
       }
     });
   }
+  const userForm = document.getElementById("user-form");
+  if (userForm) {
+    userForm.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const f = new FormData(userForm);
+      try {
+        await api("POST", "/api/v1/users", {name: f.get("name"), role: f.get("role"), password: f.get("password"), replace: f.get("replace") === "on"});
+        window.location = "/users";
+      } catch (e) {
+        flash(e.message, true);
+      }
+    });
+  }
+  const tokenForm = document.getElementById("token-form");
+  if (tokenForm) {
+    tokenForm.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const f = new FormData(tokenForm);
+      try {
+        const {data} = await api("POST", "/api/v1/tokens", {user: f.get("user"), note: f.get("note")});
+        const out = document.getElementById("new-token");
+        out.textContent = "Token for " + data.user + " (shown this once): " + data.token;
+        out.hidden = false;
+      } catch (e) {
+        flash(e.message, true);
+      }
+    });
+  }
   const reset = document.getElementById("reset-form");
   if (reset) {
     reset.addEventListener("submit", async (ev) => {
