@@ -179,6 +179,10 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	b.shot("audit")
 	b.run("tasks list", chromedp.Navigate(hs.URL+"/tasks"), chromedp.WaitVisible(chromedp.CSS("#tasks")))
 	b.shot("tasks")
+	b.run("users page", chromedp.Navigate(hs.URL+"/users"), chromedp.WaitVisible(chromedp.CSS("#users")))
+	b.shot("users")
+	b.run("znode browser", chromedp.Navigate(hs.URL+"/znodes?path=/mysql_replicator/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#znode")))
+	b.shot("znodes")
 
 	// A viewer sees the task but no control.
 	b.run("log out", chromedp.Click(chromedp.CSS("form[action='/logout'] button")), chromedp.WaitVisible(chromedp.CSS("#login")))
