@@ -180,6 +180,10 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	b.run("tasks list", chromedp.Navigate(hs.URL+"/tasks"), chromedp.WaitVisible(chromedp.CSS("#tasks")))
 	b.shot("tasks")
 	b.run("users page", chromedp.Navigate(hs.URL+"/users"), chromedp.WaitVisible(chromedp.CSS("#users")))
+	b.run("create a token", chromedp.SetValue(chromedp.CSS("#token-form input[name=user]"), "victor"),
+		chromedp.SetValue(chromedp.CSS("#token-form input[name=note]"), "wallboard"),
+		chromedp.Click(chromedp.CSS("#token-form button")))
+	b.waitContains("#new-token", "Token for victor (shown this once): shp_")
 	b.shot("users")
 	b.run("znode browser", chromedp.Navigate(hs.URL+"/znodes?path=/mysql_replicator/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#znode")))
 	b.shot("znodes")

@@ -40,61 +40,40 @@ function wireActions() {
       }
     });
   }
-  const skip = document.getElementById("skip-form");
-  if (skip) {
-    skip.addEventListener("submit", async (ev) => {
-      ev.preventDefault();
-      try {
-        const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(skip.dataset.task) + "/skip-event",
-          {confirm: new FormData(skip).get("confirm")});
-        flash("Skipped to " + data.after.file + ":" + data.after.pos + "; start the task to resume");
-      } catch (e) {
-        flash(e.message, true);
-      }
-    });
-  }
-  const userForm = document.getElementById("user-form");
-  if (userForm) {
-    userForm.addEventListener("submit", async (ev) => {
-      ev.preventDefault();
-      const f = new FormData(userForm);
-      try {
-        await api("POST", "/api/v1/users", {name: f.get("name"), role: f.get("role"), password: f.get("password"), replace: f.get("replace") === "on"});
-        window.location = "/users";
-      } catch (e) {
-        flash(e.message, true);
-      }
-    });
-  }
-  const tokenForm = document.getElementById("token-form");
-  if (tokenForm) {
-    tokenForm.addEventListener("submit", async (ev) => {
-      ev.preventDefault();
-      const f = new FormData(tokenForm);
-      try {
-        const {data} = await api("POST", "/api/v1/tokens", {user: f.get("user"), note: f.get("note")});
-        const out = document.getElementById("new-token");
-        out.textContent = "Token for " + data.user + " (shown this once): " + data.token;
-        out.hidden = false;
-      } catch (e) {
-        flash(e.message, true);
-      }
-    });
-  }
-  const reset = document.getElementById("reset-form");
-  if (reset) {
-    reset.addEventListener("submit", async (ev) => {
-      ev.preventDefault();
-      const f = new FormData(reset);
-      try {
-        const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(reset.dataset.task) + "/reset-position",
-          {position: f.get("position"), confirm: f.get("confirm")});
-        flash("Position reset from " + data.before.file + ":" + data.before.pos);
-      } catch (e) {
-        flash(e.message, true);
-      }
-    });
-  }
+  onSubmit("skip-form", async (f, form) => {
+    const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(form.dataset.task) + "/skip-event", {confirm: f.get("confirm")});
+    flash("Skipped to " + data.after.file + ":" + data.after.pos + "; start the task to resume");
+  });
+  onSubmit("reset-form", async (f, form) => {
+    const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(form.dataset.task) + "/reset-position",
+      {position: f.get("position"), confirm: f.get("confirm")});
+    flash("Position reset from " + data.before.file + ":" + data.before.pos);
+  });
+  onSubmit("user-form", async (f) => {
+    await api("POST", "/api/v1/users", {name: f.get("name"), role: f.get("role"), password: f.get("password"), replace: f.get("replace") === "on"});
+    window.location = "/users";
+  });
+  onSubmit("token-form", async (f) => {
+    const {data} = await api("POST", "/api/v1/tokens", {user: f.get("user"), note: f.get("note")});
+    const out = document.getElementById("new-token");
+    out.textContent = "Token for " + data.user + " (shown this once): " + data.token;
+    out.hidden = false;
+  });
+}
+
+// onSubmit sends the form of that id through fn instead of the browser,
+// showing a failure's message.
+function onSubmit(id, fn) {
+  const form = document.getElementById(id);
+  if (!form) return;
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      await fn(new FormData(form), form);
+    } catch (e) {
+      flash(e.message, true);
+    }
+  });
 }
 
 function lines(s) {
