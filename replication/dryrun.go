@@ -153,6 +153,12 @@ func binlogHas(ctx context.Context, db *sql.DB, e Endpoint, pos Position) error 
 	return fmt.Errorf("the source has no binary log %s (it has %s): purged, or from another server", pos.File, strings.Join(files, ", "))
 }
 
+// dbLevel are the privileges a database-level grant can hold: ALL
+// PRIVILEGES on some database counts for them (the check cannot tell
+// which databases the task writes), not for the global ones
+// (REPLICATION …), which only ALL PRIVILEGES ON *.* includes.
+var dbLevel = map[string]bool{"SELECT": true, "INSERT": true, "UPDATE": true, "DELETE": true, "CREATE": true}
+
 // checkGrants checks that the account's grants include, for each group,
 // one of its privileges (or ALL PRIVILEGES).
 func checkGrants(ctx context.Context, db *sql.DB, e Endpoint, need [][]string) error {
@@ -178,7 +184,10 @@ func checkGrants(ctx context.Context, db *sql.DB, e Endpoint, need [][]string) e
 	}
 	var missing []string
 	for _, group := range need {
-		if !slices.ContainsFunc(group, func(p string) bool { return strings.Contains(grants, p) }) {
+		has := func(p string) bool {
+			return strings.Contains(grants, p) || (dbLevel[p] && strings.Contains(grants, "ALL PRIVILEGES ON"))
+		}
+		if !slices.ContainsFunc(group, has) {
 			missing = append(missing, group[0])
 		}
 	}

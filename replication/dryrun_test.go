@@ -19,7 +19,11 @@ func TestDryRunReportsEachCheck(t *testing.T) {
 	db := "dryrun_shop"
 	source.Exec(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".a (id INT PRIMARY KEY)", "CREATE TABLE "+db+".b (id INT PRIMARY KEY)",
 		"CREATE USER IF NOT EXISTS 'dryrun_reader'@'127.0.0.1' IDENTIFIED BY 'pw'", "GRANT SELECT ON *.* TO 'dryrun_reader'@'127.0.0.1'")
-	t.Cleanup(func() { source.Exec(t, "DROP DATABASE "+db, "DROP USER 'dryrun_reader'@'127.0.0.1'") })
+	target.Exec(t, "CREATE USER IF NOT EXISTS 'dryrun_writer'@'127.0.0.1' IDENTIFIED BY 'pw'", "GRANT ALL PRIVILEGES ON "+db+".* TO 'dryrun_writer'@'127.0.0.1'")
+	t.Cleanup(func() {
+		source.Exec(t, "DROP DATABASE "+db, "DROP USER 'dryrun_reader'@'127.0.0.1'")
+		target.Exec(t, "DROP USER 'dryrun_writer'@'127.0.0.1'")
+	})
 
 	failed := func(rep DryRunReport) []string {
 		var out []string
@@ -34,6 +38,12 @@ func TestDryRunReportsEachCheck(t *testing.T) {
 	rep, err := DryRun(ctx, cfg, "current")
 	if err != nil || !rep.OK || strings.Join(rep.Tables, ",") != db+".a,"+db+".b" || rep.Start.File == "" {
 		t.Fatalf("dry run of a good config: %+v, %v; failed %q", rep, err, failed(rep))
+	}
+
+	// A target account with ALL PRIVILEGES on the task's database passes.
+	cfg.Target.User, cfg.Target.Password = "dryrun_writer", "pw"
+	if rep, err := DryRun(ctx, cfg, "current"); err != nil || !rep.OK {
+		t.Fatalf("dry run with a database-level target grant: failed %q, %v", failed(rep), err)
 	}
 
 	for _, tc := range []struct {
