@@ -38,7 +38,7 @@ test: test-deps
 # of 3, unclean runs marked; see docs/coord.md#benchmark), lock hand-off with 2, 16 and 128 contenders and
 # takeover after a holder's SIGKILL on both servers, collector throughput against cat, replication apply rate
 # and CPU per row (durable and relaxed targets) and steady-state lag against MariaDB's native replica, and
-# failover time.
+# failover time, and the console's latency, event fan-out and memory with 1,000 tasks.
 bench: build
 	$(BIN) bench --compare --shepherd-bin $(BIN) --out docs/bench-latest.md
 	$(TEST_ENV) $(GO) test -run '^$$' -bench 'BenchmarkMutexHandoff' -benchtime 2000x ./coord/recipe/
@@ -47,6 +47,7 @@ bench: build
 	$(TEST_ENV) $(GO) test -run '^$$' -bench 'BenchmarkApply|BenchmarkSteadyLag' -benchtime 1x -timeout 90m ./replication/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkMySQLFailover -benchtime 5x ./core/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkColdRebalance -benchtime 1x ./core/
+	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkConsole -benchtime 1x ./server/
 
 demo: build demo-deps
 	scripts/demo.sh

@@ -215,7 +215,9 @@ func (r *memRep) Run(ctx context.Context, from Position, epoch int64, owner stri
 		}
 		if next == e.poison {
 			e.mu.Unlock()
-			return fmt.Errorf("%w: apply event %d: UPDATE t SET x=1: Error 1062: Duplicate entry", ErrNonRetryable, next)
+			// Worded as replication.ApplyError, which SkipEvent reads.
+			return fmt.Errorf("%w: target refused statement of source transaction ending at %s:%d: Error 1062: Duplicate entry; statement: UPDATE t SET x=1",
+				ErrNonRetryable, memFile, next+1)
 		}
 		n := 0
 		for ; n < e.batch && next < e.events && next != e.poison; n++ {

@@ -60,9 +60,10 @@ func (r *runner) taskCommand() *cli.Command {
 		ArgsUsage: "task",
 		Action:    r.taskResetEpoch,
 	}}
+	subs = append(subs, r.taskActionCommands()...)
 	return &cli.Command{
 		Name:      "task",
-		Usage:     "manage replication tasks: add, list, groups, show, start, stop, rm, reset-epoch",
+		Usage:     "manage replication tasks: add, list, groups, show, start, stop, rm, reset-epoch, handover, reset-position, skip-event",
 		ArgsUsage: "[--root path] add|list|groups|show|start|stop|rm|reset-epoch [args]",
 		Description: `  add [--replace] -f task.yaml  add a task from a YAML or JSON spec (- for stdin)
   list                          tasks with their owner, state, position and lag
@@ -74,6 +75,11 @@ func (r *runner) taskCommand() *cli.Command {
   reset-epoch <task>            set a stopped task's stored epochs (target checkpoint
                                 and lastCommit) to 0, after moving it to another
                                 coordination ensemble (docs/replication.md)
+  handover <task>               the owner hands the task to the next instance in line
+  reset-position --to f:p <task>  move a stopped task's lastCommit (not behind the
+                                target's checkpoint), e.g. past an event that fails
+  skip-event <task>             a stopped task that failed for good: move past the
+                                source transaction its failure names
 
 Replication tasks live under /mysql_replicator (--root, or SHEPHERD_REPLICATION_ROOT):
 tasks/<task> holds the spec, tasks/<task>/instances the cores standing by for it

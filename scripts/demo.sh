@@ -45,4 +45,7 @@ SHEPHERD_ZK="127.0.0.1:$PORT" examples/logs/demo.sh "$BIN"
 echo "== replication: MariaDB source -> MariaDB target, two cores in hot standby, kill -9 of the RUNNING one"
 BIN="$BIN" scripts/demo-replication.sh
 
+echo "== the control console: shepherd server, its first admin made with ctl user add"
+scripts/demo-console.sh "$BIN" "127.0.0.1:$PORT"
+
 echo "== done; server log in $DEMO/coord.log"

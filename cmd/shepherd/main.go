@@ -45,6 +45,7 @@ func newApp() *cli.App {
 			roleCommand(coreRole()),
 			roleCommand(collectorRole()),
 			roleCommand(schedulerRole()),
+			roleCommand(serverRole()),
 			upCommand(),
 		},
 	}

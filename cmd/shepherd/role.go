@@ -40,6 +40,8 @@ type starter func(e env) (run func(ctx context.Context) error, err error)
 
 // env is what the roles of a process share.
 type env struct {
+	// connect is the connect string the session dialed.
+	connect string
 	session *recipe.Session
 	http    *proc.HTTP
 	log     *slog.Logger
@@ -48,7 +50,7 @@ type env struct {
 // roles are the session roles, in the order `shepherd up` starts them.
 // A new role (the console, the monitor) is a role value and its entry
 // here: its own command and its section of `shepherd up` follow.
-func roles() []role { return []role{coreRole(), schedulerRole(), collectorRole()} }
+func roles() []role { return []role{coreRole(), schedulerRole(), collectorRole(), serverRole()} }
 
 // roleFlags are every flag of r's own command.
 func roleFlags(r role) []cli.Flag {
@@ -81,7 +83,7 @@ func roleCommand(r role) *cli.Command {
 			defer s.Close()
 			h := proc.NewHTTP()
 			h.AddSessionCheck("session", s)
-			run, err := start(env{session: s, http: h, log: log})
+			run, err := start(env{connect: c.String(proc.FlagZK), session: s, http: h, log: log})
 			if err != nil {
 				return err
 			}
@@ -98,4 +100,16 @@ func roleCommand(r role) *cli.Command {
 			return err
 		},
 	}
+}
+
+// underUp reports whether c is a role's section of `shepherd up`, which
+// dials with the credential of the server it runs rather than with the
+// section's session flags.
+func underUp(c *cli.Context) bool {
+	for _, a := range c.Lineage() {
+		if a.Command != nil && a.Command.Name == "up" {
+			return true
+		}
+	}
+	return false
 }

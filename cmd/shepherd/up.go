@@ -246,7 +246,7 @@ func runUp(c *cli.Context, sections map[string]any) error {
 	h := proc.NewHTTP()
 	serveCoordAdmin(h, srv)
 	h.AddSessionCheck("session", s)
-	e := env{session: s, http: h, log: log}
+	e := env{connect: srv.Addr(), session: s, http: h, log: log}
 	for _, r := range rs {
 		e.log = log.With("role", r.name)
 		if r.run, err = r.start(e); err != nil {
@@ -265,7 +265,15 @@ func runUp(c *cli.Context, sections map[string]any) error {
 		srv.HandleAdmin(h.Mux, bound)
 		httpAddr = bound
 	}
-	printUp(c.App.Writer, srv, dataDir, httpAddr, rs)
+	login := ""
+	for _, r := range rs {
+		if r.name == "server" {
+			if login, err = firstConsoleLogin(ctx, s, dataDir); err != nil {
+				return err
+			}
+		}
+	}
+	printUp(c.App.Writer, srv, dataDir, httpAddr, login, rs)
 	return runRoles(ctx, srv, rs, log)
 }
 
@@ -299,7 +307,7 @@ func runRoles(ctx context.Context, srv *coord.Server, rs []*upRole, log *slog.Lo
 }
 
 // printUp tells the operator what runs, where, and how to log in.
-func printUp(w io.Writer, srv *coord.Server, dataDir, httpAddr string, rs []*upRole) {
+func printUp(w io.Writer, srv *coord.Server, dataDir, httpAddr, consoleLogin string, rs []*upRole) {
 	fmt.Fprintf(w, "shepherd up: data in %s\n", dataDir)
 	fmt.Fprintf(w, "  coord       %s (ZooKeeper protocol)\n", srv.Addr())
 	for _, r := range rs {
@@ -307,6 +315,9 @@ func printUp(w io.Writer, srv *coord.Server, dataDir, httpAddr string, rs []*upR
 	}
 	if httpAddr != "" {
 		fmt.Fprintf(w, "  http        http://%s/metrics  http://%s/health\n", httpAddr, httpAddr)
+	}
+	if consoleLogin != "" {
+		fmt.Fprintf(w, "Console login: %s\n", consoleLogin)
 	}
 	fmt.Fprintf(w, "Log in with ctl (the credential was written at the server's first start):\n")
 	fmt.Fprintf(w, "  export SHEPHERD_ZK=%s SHEPHERD_AUTH_FILE=%s\n", srv.Addr(), srv.AdminAuthFile())

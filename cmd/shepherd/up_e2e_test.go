@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +38,9 @@ func TestUpRunsReplicationAndJob(t *testing.T) {
 	}
 	zk := fmt.Sprintf("127.0.0.1:%d", testpeer.FreePort(t))
 	web := fmt.Sprintf("127.0.0.1:%d", testpeer.FreePort(t))
+	console := fmt.Sprintf("127.0.0.1:%d", testpeer.FreePort(t))
 	cfg := string(example)
-	for from, to := range map[string]string{"127.0.0.1:2181": zk, "127.0.0.1:9180": web} {
+	for from, to := range map[string]string{"127.0.0.1:2181": zk, "127.0.0.1:9180": web, "127.0.0.1:8080": console} {
 		if !strings.Contains(cfg, from) {
 			t.Fatalf("examples/shepherd.yaml has no %s to replace", from)
 		}
@@ -51,6 +53,26 @@ func TestUpRunsReplicationAndJob(t *testing.T) {
 	// One listener: the server's metrics and every role's.
 	waitHTTP(t, "http://"+web+"/metrics", "shepherd_coord_znodes", "shepherd_core_", "shepherd_scheduler_", "process_cpu_seconds_total")
 	waitHTTP(t, "http://"+web+"/commands/srvr", "Zookeeper version")
+	// The console, on the same session.
+	waitHTTP(t, "http://"+console+"/health", `"status":"ok"`)
+	// up made the first admin, with a random password only its user may read.
+	pwFile := filepath.Join(data, "console-admin.password")
+	if fi, err := os.Stat(pwFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("first console login file %s: %v, %v; want mode 0600", pwFile, fi, err)
+	}
+	pw, err := os.ReadFile(pwFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	login := fmt.Sprintf(`{"user":"admin","password":%q}`, strings.TrimSpace(string(pw)))
+	res, err := http.Post("http://"+console+"/login", "application/json", strings.NewReader(login))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("console login as admin with the password up wrote: %s", res.Status)
+	}
 
 	authFile := filepath.Join(data, "coord", "admin.auth")
 	ctl := func(args ...string) string {

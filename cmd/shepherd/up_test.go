@@ -22,6 +22,7 @@ func TestExampleConfigsAreEachCommandsOwn(t *testing.T) {
 		"core":      "packaging/etc/core-example.yaml",
 		"scheduler": "packaging/etc/scheduler.yaml",
 		"collector": "packaging/etc/collector.yaml",
+		"server":    "packaging/etc/server.yaml",
 		"up":        "examples/shepherd.yaml",
 	} {
 		if _, err := runRecording(t, cmd, "config", "--config", repoFile(file)); err != nil {

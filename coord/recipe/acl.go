@@ -241,6 +241,9 @@ func (s *Session) untrustedError(p, q string, bad zk.ACL) error {
 		"refusing to act on it. Fix: %s, or accept open ACLs with --insecure-open-acl", ErrUntrusted, where, permString(bad.Perms), bad.Scheme, bad.ID, who, fix)
 }
 
+// PermString spells perms as zkCli does: a subset of "cdrwa".
+func PermString(perms int32) string { return permString(perms) }
+
 // permString spells perms as zkCli does: a subset of "cdrwa".
 func permString(perms int32) string {
 	var b strings.Builder

@@ -91,6 +91,10 @@ func (h *HTTP) AddSessionCheck(name string, s *recipe.Session) {
 	})
 }
 
+// Gatherer gathers what /metrics serves, for a part that serves metrics
+// on a listener of its own (the console).
+func (h *HTTP) Gatherer() prometheus.Gatherer { return prometheus.GathererFunc(h.gather) }
+
 func (h *HTTP) gather() ([]*dto.MetricFamily, error) { return h.snapshotGatherers().Gather() }
 
 func (h *HTTP) snapshotGatherers() prometheus.Gatherers {

@@ -1,0 +1,137 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+)
+
+// TestUpdateTaskIsConditional: an update carrying the version that was
+// read succeeds once; a second one with the same, now stale, version is
+// refused, so two editors cannot overwrite each other unseen.
+func TestUpdateTaskIsConditional(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		ctx := ctxFor(t, 30*time.Second)
+		a := NewAdmin(dial(t, chrootOf(t, tg), testSessionTimeout), "")
+		mustAdd(t, a, testSpec("t1"))
+		_, v, err := a.TaskVersion(ctx, "t1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := testSpec("t1")
+		sp.Filter.Include = []string{"shop.*"}
+		if err := a.UpdateTask(ctx, sp, v); err != nil {
+			t.Fatalf("update at the version read: %v", err)
+		}
+		sp.Filter.Include = []string{"other.*"}
+		if err := a.UpdateTask(ctx, sp, v); !errors.Is(err, ErrVersionConflict) {
+			t.Fatalf("update at a stale version: got %v, want ErrVersionConflict", err)
+		}
+		got, _, err := a.TaskVersion(ctx, "t1")
+		if err != nil || len(got.Filter.Include) != 1 || got.Filter.Include[0] != "shop.*" {
+			t.Fatalf("stored spec %+v, %v: want the first update's filter", got, err)
+		}
+		if err := a.UpdateTask(ctx, testSpec("nope"), AnyVersion); !errors.Is(err, ErrNoTask) {
+			t.Fatalf("update of a missing task: got %v, want ErrNoTask", err)
+		}
+	})
+}
+
+// TestHandoverToStandby: a handover makes the standby the RUNNING owner,
+// the old owner stands by again behind it, and every event is applied
+// exactly once across the change. With no standby it is refused.
+func TestHandoverToStandby(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		ctx := ctxFor(t, 60*time.Second)
+		connect := chrootOf(t, tg)
+		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
+		mustAdd(t, a, testSpec("t1"))
+		eng := newMemEngine(2000)
+		hot := func(c *Config) { c.Tasks = []string{"t1"} }
+		startCore(t, connect, "h1", eng, hot)
+		waitOwner(t, a, "t1", "h1", StateRunning, 10*time.Second)
+		if _, err := a.Handover(ctx, "t1"); !errors.Is(err, ErrNoStandby) {
+			t.Fatalf("handover without a standby: got %v, want ErrNoStandby", err)
+		}
+		startCore(t, connect, "h2", eng, hot)
+		waitFor(t, 10*time.Second, "h2 to stand by", func() error {
+			ts, err := a.Task(ctx, "t1")
+			if err != nil || len(ts.Instances) != 2 {
+				return fmt.Errorf("instances %v, %v", instanceNames(ts), err)
+			}
+			return nil
+		})
+		h, err := a.Handover(ctx, "t1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitOwner(t, a, "t1", "h2", StateRunning, 10*time.Second)
+		waitFor(t, 10*time.Second, "h1 back in line", func() error {
+			ts, err := a.Task(ctx, "t1")
+			if err != nil || len(ts.Instances) != 2 || ts.Instances[1].Name == h.From {
+				return fmt.Errorf("instances %v (old owner node %s), %v", instanceNames(ts), h.From, err)
+			}
+			return nil
+		})
+		eng.addEvents(500)
+		waitApplied(t, eng, 20*time.Second)
+	})
+}
+
+// TestResetPositionPastAFailingEvent: an event that fails for good is
+// skipped by stopping the task and skipping the transaction the failure
+// names (a position reset to its end); a position behind the target's
+// checkpoint and a reset of a running task are refused.
+func TestResetPositionPastAFailingEvent(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		ctx := ctxFor(t, 60*time.Second)
+		connect := chrootOf(t, tg)
+		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
+		mustAdd(t, a, testSpec("t1"))
+		eng := newMemEngine(500)
+		eng.poison = 200
+		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
+		waitOwner(t, a, "t1", "h1", StateFailed, 10*time.Second)
+		log := slog.New(slog.DiscardHandler)
+		past := Position{File: memFile, Pos: 201}
+		if _, err := a.ResetPosition(ctx, "t1", past, eng, log); !errors.Is(err, ErrTaskBusy) {
+			t.Fatalf("reset of a task not stopped: got %v, want ErrTaskBusy", err)
+		}
+		if err := a.SetState(ctx, "t1", DesiredStopped); err != nil {
+			t.Fatal(err)
+		}
+		waitOwner(t, a, "t1", "h1", StatePaused, 10*time.Second)
+		if _, err := a.ResetPosition(ctx, "t1", Position{File: memFile, Pos: 100}, eng, log); !errors.Is(err, ErrPositionBehind) {
+			t.Fatalf("reset behind the target's checkpoint: got %v, want ErrPositionBehind", err)
+		}
+		res, err := a.SkipEvent(ctx, "t1", eng, log)
+		if err != nil || res.Before.Pos != 200 || res.After != past {
+			t.Fatalf("skip: %+v, %v; want it to move from 200 to %v, the end of the failed transaction", res, err, past)
+		}
+		if _, err := a.SkipEvent(ctx, "t1", eng, log); !errors.Is(err, ErrNoFailure) {
+			t.Fatalf("second skip: got %v, want ErrNoFailure (the failure is cleared)", err)
+		}
+		if err := a.SetState(ctx, "t1", DesiredRunning); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "events after 200 applied once, 200 never", func() error {
+			eng.mu.Lock()
+			defer eng.mu.Unlock()
+			for i, n := range eng.applied {
+				if want := 1 - boolInt(i == 200); n != want {
+					return fmt.Errorf("event %d applied %d times, want %d", i, n, want)
+				}
+			}
+			return nil
+		})
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

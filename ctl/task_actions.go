@@ -1,0 +1,87 @@
+package ctl
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shepherd-dev/shepherd/core"
+)
+
+// taskActionCommands are the task verbs the control console also offers:
+// the same core.Admin methods behind both.
+func (r *runner) taskActionCommands() []*cli.Command {
+	return []*cli.Command{{
+		Name:      "handover",
+		Usage:     "make a hot-standby task's owner hand it to the next instance in line",
+		ArgsUsage: "task",
+		Action:    r.taskHandover,
+	}, {
+		Name:      "reset-position",
+		Usage:     "move a stopped task's lastCommit to a binlog position, e.g. past an event that fails for good",
+		ArgsUsage: "--to file:pos task",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "to", Required: true, Usage: "the binlog position to resume from, file:pos"},
+		},
+		Action: r.taskResetPosition,
+	}, {
+		Name:      "skip-event",
+		Usage:     "move a stopped task that failed for good past the source transaction its failure names",
+		ArgsUsage: "task",
+		Action:    r.taskSkipEvent,
+	}}
+}
+
+func (r *runner) taskHandover(c *cli.Context) error {
+	name, a, err := r.oneTask(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	h, err := a.Handover(ctx, name)
+	if err != nil {
+		return err
+	}
+	if r.json {
+		return writeJSON(r.env.Stdout, h)
+	}
+	fmt.Fprintf(r.env.Stdout, "task %s: %s handed over to %s\n", name, h.From, h.To)
+	return nil
+}
+
+func (r *runner) taskResetPosition(c *cli.Context) error {
+	pos, err := core.ParsePosition(c.String("to"))
+	if err != nil {
+		return usagef("task reset-position: --to: %v", err)
+	}
+	return r.moveTask(c, func(ctx context.Context, a *core.Admin, name string) (core.PositionReset, error) {
+		return a.ResetPosition(ctx, name, pos, r.engine, r.logger())
+	})
+}
+
+func (r *runner) taskSkipEvent(c *cli.Context) error {
+	return r.moveTask(c, func(ctx context.Context, a *core.Admin, name string) (core.PositionReset, error) {
+		return a.SkipEvent(ctx, name, r.engine, r.logger())
+	})
+}
+
+// moveTask runs a position change on the task argument and prints it.
+func (r *runner) moveTask(c *cli.Context, move func(context.Context, *core.Admin, string) (core.PositionReset, error)) error {
+	name, a, err := r.oneTask(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	res, err := move(ctx, a, name)
+	if err != nil {
+		return err
+	}
+	if r.json {
+		return writeJSON(r.env.Stdout, res)
+	}
+	fmt.Fprintf(r.env.Stdout, "task %s: lastCommit %s → %s; shepherd ctl task start %s to resume\n", name, res.Before, res.After, name)
+	return nil
+}

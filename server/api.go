@@ -1,0 +1,647 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/collector"
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/scheduler"
+	"github.com/shepherd-dev/shepherd/server/audit"
+	"github.com/shepherd-dev/shepherd/server/auth"
+)
+
+// routes installs every route; the OpenAPI document lists the same
+// (a test keeps the two in step).
+func (s *Server) routes() {
+	s.public("GET /health", http.HandlerFunc(s.health))
+	s.public("GET /login", http.HandlerFunc(s.loginPage))
+	s.public("POST /login", http.HandlerFunc(s.login))
+	s.public("POST /logout", http.HandlerFunc(s.logout))
+	s.public("GET /static/", staticHandler())
+	s.public("GET /api/v1/openapi.json", http.HandlerFunc(serveOpenAPI))
+
+	s.handle("GET /api/v1/me", auth.Viewer, s.apiMe)
+	s.handle("GET /api/v1/tasks", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
+		tasks := make([]core.TaskStatus, len(snap.Tasks))
+		for i, ts := range snap.Tasks {
+			tasks[i] = redactStatus(ts)
+		}
+		return map[string]any{"tasks": tasks, "error": snap.Errors[cluster.SectionTasks]}
+	}))
+	s.handle("POST /api/v1/tasks", auth.Admin, s.apiCreateTask)
+	s.handle("POST /api/v1/tasks:validate", auth.Operator, s.apiValidate)
+	s.handle("GET /api/v1/tasks/{task}", auth.Viewer, s.apiTask)
+	s.handle("PUT /api/v1/tasks/{task}", auth.Admin, s.apiUpdateTask)
+	s.handle("DELETE /api/v1/tasks/{task}", auth.Admin, s.apiDeleteTask)
+	s.handle("POST /api/v1/tasks/{task}/start", auth.Operator, s.apiTaskState(core.DesiredRunning))
+	s.handle("POST /api/v1/tasks/{task}/stop", auth.Operator, s.apiTaskState(core.DesiredStopped))
+	s.handle("POST /api/v1/tasks/{task}/handover", auth.Operator, s.apiHandover)
+	s.handle("POST /api/v1/tasks/{task}/reset-position", auth.Admin, s.apiResetPosition)
+	s.handle("POST /api/v1/tasks/{task}/skip-event", auth.Admin, s.apiSkipEvent)
+	s.handle("GET /api/v1/jobs", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
+		return map[string]any{"jobs": snap.Jobs, "schedulers": snap.Schedulers, "error": snap.Errors[cluster.SectionJobs]}
+	}))
+	s.handle("GET /api/v1/jobs/{job}", auth.Viewer, s.apiJob)
+	s.handle("GET /api/v1/jobs/{job}/runs", auth.Viewer, s.apiJobRuns)
+	s.handle("POST /api/v1/jobs/{job}/run", auth.Operator, s.apiJobRun)
+	s.handle("POST /api/v1/jobs/{job}/pause", auth.Operator, s.apiJobPause(true))
+	s.handle("POST /api/v1/jobs/{job}/resume", auth.Operator, s.apiJobPause(false))
+	s.handle("GET /api/v1/collectors", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
+		return map[string]any{"collectors": snap.Collectors, "judged": snap.CollectorsJudged, "error": snap.Errors[cluster.SectionCollectors]}
+	}))
+	s.handle("GET /api/v1/sources", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
+		return map[string]any{"sources": snap.Sources, "error": snap.Errors[cluster.SectionCollectors]}
+	}))
+	s.handle("POST /api/v1/sources", auth.Admin, s.apiChangeSources)
+	s.handle("GET /api/v1/coord", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
+		return map[string]any{"servers": snap.Coord, "session": s.deps.Session.State().String(), "error": snap.Errors[cluster.SectionCoord]}
+	}))
+	s.handle("GET /api/v1/audit", auth.Viewer, s.apiAudit)
+	s.handle("GET /api/v1/events", auth.Viewer, s.apiEvents)
+	s.handle("GET /api/v1/users", auth.Admin, s.apiUsers)
+	s.handle("GET /api/v1/znodes", auth.Admin, s.apiZnode)
+	s.handle("POST /api/v1/users", auth.Admin, s.apiAddUser)
+	s.handle("DELETE /api/v1/users/{user}", auth.Admin, s.apiRemoveUser)
+	s.handle("POST /api/v1/tokens", auth.Admin, s.apiCreateToken)
+	s.handle("DELETE /api/v1/tokens/{id}", auth.Admin, s.apiRevokeToken)
+
+	s.uiRoutes()
+}
+
+// public installs a route that needs no login.
+func (s *Server) public(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.Handle(pattern, h)
+}
+
+// health answers 200 while the coordination session is connected.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	st := s.deps.Session.State()
+	if !st.Connected() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "session": st.String()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "session": st.String()})
+}
+
+func (s *Server) apiMe(w http.ResponseWriter, r *http.Request, p principal) error {
+	writeJSON(w, http.StatusOK, map[string]any{"user": p.User, "role": p.Role, "via": p.Via, "readOnly": s.cfg.ReadOnly})
+	return nil
+}
+
+// snapshot is the newest snapshot, or 503 before the first.
+func (s *Server) snapshot() (*Snapshot, error) {
+	snap := s.deps.Feed.Latest()
+	if snap == nil {
+		return nil, errorf(http.StatusServiceUnavailable, "not_ready", "the console has not read the cluster yet: retry in a moment")
+	}
+	return snap, nil
+}
+
+// fromSnapshot answers a GET with parts of the newest snapshot and the
+// time it was read.
+func (s *Server) fromSnapshot(parts func(snap *Snapshot) map[string]any) handler {
+	return func(w http.ResponseWriter, r *http.Request, p principal) error {
+		snap, err := s.snapshot()
+		if err != nil {
+			return err
+		}
+		out := parts(snap)
+		out["readAt"] = snap.ReadAt
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+}
+
+// redacted is sp with its passwords hidden; nil for nil.
+func redacted(sp *core.Spec) *core.Spec {
+	if sp == nil {
+		return nil
+	}
+	return sp.Redacted()
+}
+
+// redactStatus returns ts with its spec's passwords hidden.
+func redactStatus(ts core.TaskStatus) core.TaskStatus {
+	ts.Spec = redacted(ts.Spec)
+	return ts
+}
+
+// etag is a task node's version as an entity tag.
+func etag(version int32) string { return `"` + strconv.Itoa(int(version)) + `"` }
+
+// ifMatch reads the If-Match header: the version the client read.
+func ifMatch(r *http.Request) (int32, error) {
+	h := strings.TrimSpace(r.Header.Get("If-Match"))
+	if h == "" {
+		return 0, errorf(http.StatusPreconditionRequired, "if_match_required", "send If-Match with the ETag of the task as read (GET /api/v1/tasks/{task}), so that a concurrent change is not overwritten")
+	}
+	v, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(h, "W/"), `"`), 10, 32)
+	if err != nil {
+		return 0, errorf(http.StatusBadRequest, "invalid", "If-Match "+strconv.Quote(h)+": want the ETag of GET /api/v1/tasks/{task}")
+	}
+	return int32(v), nil
+}
+
+// taskView is one task as the API shows it.
+type taskView struct {
+	core.TaskStatus
+	Version int32 `json:"specVersion"`
+}
+
+// readTask is a task as the API shows it: its spec and the spec node's
+// version from one read now (so that the ETag is the version of the spec
+// shown, and an answer to a change shows the change), its instances and
+// lastCommit from the snapshot — or read now for a task newer than it.
+func (s *Server) readTask(ctx context.Context, name string) (taskView, error) {
+	sp, version, err := s.tasks.TaskVersion(ctx, name)
+	if err != nil && !errors.Is(err, core.ErrInvalidSpec) {
+		return taskView{}, err
+	}
+	specErr := err
+	snap, serr := s.snapshot()
+	ts, ok := core.TaskStatus{}, false
+	if serr == nil {
+		ts, ok = snap.Task(name)
+	}
+	if !ok {
+		if ts, err = s.tasks.Task(ctx, name); err != nil {
+			return taskView{}, err
+		}
+	}
+	ts.Spec, ts.SpecError = sp, ""
+	if specErr != nil {
+		ts.SpecError = specErr.Error()
+	}
+	return taskView{TaskStatus: redactStatus(ts), Version: version}, nil
+}
+
+func (s *Server) apiTask(w http.ResponseWriter, r *http.Request, p principal) error {
+	tv, err := s.readTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", etag(tv.Version))
+	writeJSON(w, http.StatusOK, tv)
+	return nil
+}
+
+// readSpec decodes a task spec body: the JSON of `ctl task add`.
+func readSpec(w http.ResponseWriter, r *http.Request) (*core.Spec, error) {
+	data, err := readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	return core.ParseSpec(data)
+}
+
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	var raw json.RawMessage
+	if err := readJSON(w, r, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+func (s *Server) apiCreateTask(w http.ResponseWriter, r *http.Request, p principal) error {
+	sp, err := readSpec(w, r)
+	if err == nil {
+		err = s.tasks.AddTask(r.Context(), sp, false)
+	}
+	name := ""
+	if sp != nil {
+		name = sp.Name
+	}
+	s.record(r, p, "task.create", "task/"+name, nil, redacted(sp), err)
+	if err != nil {
+		return err
+	}
+	tv, err := s.readTask(r.Context(), sp.Name)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", etag(tv.Version))
+	w.Header().Set("Location", "/api/v1/tasks/"+sp.Name)
+	writeJSON(w, http.StatusCreated, tv)
+	return nil
+}
+
+func (s *Server) apiUpdateTask(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	version, err := ifMatch(r)
+	if err != nil {
+		return err
+	}
+	sp, err := readSpec(w, r)
+	if err != nil {
+		return err
+	}
+	if sp.Name != name {
+		return errorf(http.StatusBadRequest, "invalid", fmt.Sprintf("spec name %q in the body of PUT /api/v1/tasks/%s: a task cannot be renamed", sp.Name, name))
+	}
+	old, _, err := s.tasks.TaskVersion(r.Context(), name)
+	if err != nil && !errors.Is(err, core.ErrInvalidSpec) {
+		return err
+	}
+	if err := keepPasswords(sp, old); err != nil {
+		return err
+	}
+	err = s.tasks.UpdateTask(r.Context(), sp, version)
+	s.record(r, p, "task.update", "task/"+name, redacted(old), redacted(sp), err)
+	if err != nil {
+		return err
+	}
+	return s.apiTask(w, r, p)
+}
+
+// keepPasswords puts the stored passwords back where an edited spec
+// still holds the placeholder it was shown. Only for the same server and
+// account: otherwise a user who may not read the password could send it
+// to a server of their choosing (by editing the host, or by testing the
+// connection), so they must type it again.
+func keepPasswords(sp, old *core.Spec) error {
+	for _, e := range []struct {
+		field    string
+		new, old *core.Endpoint
+	}{{"source", &sp.Source, nilEndpoint(old, true)}, {"target", &sp.Target, nilEndpoint(old, false)}} {
+		if e.new.Password != core.RedactedPassword {
+			continue
+		}
+		if e.old == nil || e.new.Host != e.old.Host || e.new.Port != e.old.Port || e.new.User != e.old.User {
+			return errorf(http.StatusBadRequest, "invalid", e.field+".password: the stored password is kept only for the same host, port and user; type it again")
+		}
+		e.new.Password = e.old.Password
+	}
+	return nil
+}
+
+func nilEndpoint(sp *core.Spec, source bool) *core.Endpoint {
+	switch {
+	case sp == nil:
+		return nil
+	case source:
+		return &sp.Source
+	}
+	return &sp.Target
+}
+
+func (s *Server) apiDeleteTask(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	old, version, err := s.tasks.TaskVersion(r.Context(), name)
+	if err != nil && !errors.Is(err, core.ErrInvalidSpec) {
+		return err
+	}
+	if r.Header.Get("If-Match") != "" {
+		want, err := ifMatch(r)
+		if err != nil {
+			return err
+		}
+		if want != version {
+			return errorf(http.StatusPreconditionFailed, "version_conflict", fmt.Sprintf("task %s is at version %d, not %d: read it again", name, version, want))
+		}
+	}
+	err = s.tasks.RemoveTask(r.Context(), name)
+	s.record(r, p, "task.delete", "task/"+name, redacted(old), nil, err)
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) apiTaskState(state string) handler {
+	return func(w http.ResponseWriter, r *http.Request, p principal) error {
+		name := r.PathValue("task")
+		before, _, err := s.tasks.TaskVersion(r.Context(), name)
+		if err != nil {
+			return err
+		}
+		action := map[string]string{core.DesiredRunning: "task.start", core.DesiredStopped: "task.stop"}[state]
+		err = s.tasks.SetState(r.Context(), name, state)
+		s.record(r, p, action, "task/"+name, map[string]string{"state": before.State}, map[string]string{"state": state}, err)
+		if err != nil {
+			return err
+		}
+		return s.apiTask(w, r, p)
+	}
+}
+
+func (s *Server) apiHandover(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	h, err := s.tasks.Handover(r.Context(), name)
+	s.record(r, p, "task.handover", "task/"+name, map[string]string{"owner": h.From}, map[string]string{"next": h.To}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, h)
+	return nil
+}
+
+// resetRequest is the body of reset-position. Confirm must repeat the
+// task's name: the UI asks for it, so a slip of the mouse cannot move a
+// position.
+type resetRequest struct {
+	Position string `json:"position"`
+	Confirm  string `json:"confirm"`
+}
+
+func (s *Server) apiResetPosition(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	var req resetRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Confirm != name {
+		return errorf(http.StatusBadRequest, "confirm", fmt.Sprintf("confirm %q: type the task's name, %q, to reset its position", req.Confirm, name))
+	}
+	pos, err := core.ParsePosition(req.Position)
+	if err != nil {
+		return err
+	}
+	res, err := s.tasks.ResetPosition(r.Context(), name, pos, s.deps.Engine, s.log)
+	s.record(r, p, "task.reset-position", "task/"+name, map[string]string{"position": res.Before.String()}, map[string]string{"position": pos.String()}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// apiSkipEvent moves a stopped, failed task past the source transaction
+// its failure names; confirm must repeat the task's name.
+func (s *Server) apiSkipEvent(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	var req struct {
+		Confirm string `json:"confirm"`
+	}
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Confirm != name {
+		return errorf(http.StatusBadRequest, "confirm", fmt.Sprintf("confirm %q: type the task's name, %q, to skip its failed transaction", req.Confirm, name))
+	}
+	res, err := s.tasks.SkipEvent(r.Context(), name, s.deps.Engine, s.log)
+	s.record(r, p, "task.skip-event", "task/"+name, map[string]string{"position": res.Before.String()}, map[string]string{"position": res.After.String()}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) apiValidate(w http.ResponseWriter, r *http.Request, p principal) error {
+	sp, err := readSpec(w, r)
+	if err != nil {
+		return err
+	}
+	// The console does not read files named by a request: a password
+	// file belongs on the cores' hosts, and reading it here would send a
+	// file of the console's host to a server the caller chose.
+	if sp.Source.PasswordFile != "" || sp.Target.PasswordFile != "" {
+		return errorf(http.StatusBadRequest, "invalid", "passwordFile is read on the cores' hosts, not by the console: give the password inline to test the connection (a test stores nothing)")
+	}
+	old, _, err := s.tasks.TaskVersion(r.Context(), sp.Name)
+	if err != nil {
+		old = nil
+	}
+	if err := keepPasswords(sp, old); err != nil {
+		return err
+	}
+	rep, err := s.deps.Validate(r.Context(), sp)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+func (s *Server) job(name string) (JobStatus, error) {
+	snap, err := s.snapshot()
+	if err != nil {
+		return JobStatus{}, err
+	}
+	j, ok := snap.Job(name)
+	if !ok {
+		return JobStatus{}, fmt.Errorf("%w: %s", scheduler.ErrNoSuchJob, name)
+	}
+	return j, nil
+}
+
+func (s *Server) apiJob(w http.ResponseWriter, r *http.Request, p principal) error {
+	j, err := s.job(r.PathValue("job"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, j)
+	return nil
+}
+
+func (s *Server) apiJobRuns(w http.ResponseWriter, r *http.Request, p principal) error {
+	j, err := s.job(r.PathValue("job"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, j.Runs)
+	return nil
+}
+
+func (s *Server) apiJobRun(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("job")
+	if _, err := s.job(name); err != nil {
+		return err
+	}
+	key, err := scheduler.NewAdmin(s.deps.Session).Trigger(r.Context(), name, s.deps.Now())
+	s.record(r, p, "job.run", "job/"+name, nil, map[string]string{"runKey": key}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]string{"job": name, "runKey": key})
+	return nil
+}
+
+func (s *Server) apiJobPause(paused bool) handler {
+	return func(w http.ResponseWriter, r *http.Request, p principal) error {
+		name := r.PathValue("job")
+		j, err := s.job(name)
+		if err != nil {
+			return err
+		}
+		err = scheduler.NewAdmin(s.deps.Session).SetPaused(r.Context(), name, paused)
+		action := map[bool]string{true: "job.pause", false: "job.resume"}[paused]
+		s.record(r, p, action, "job/"+name, map[string]bool{"paused": j.Paused}, map[string]bool{"paused": paused}, err)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"job": name, "paused": paused})
+		return nil
+	}
+}
+
+// sourcesChange is the body of POST /api/v1/sources.
+type sourcesChange struct {
+	Add    []string `json:"add"`
+	Remove []string `json:"remove"`
+}
+
+func (s *Server) apiChangeSources(w http.ResponseWriter, r *http.Request, p principal) error {
+	var req sourcesChange
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	if len(req.Add)+len(req.Remove) == 0 || len(req.Add)+len(req.Remove) > 1000 {
+		return errorf(http.StatusBadRequest, "invalid", "give 1 to 1000 URIs in add and remove")
+	}
+	for _, u := range req.Add {
+		if err := collector.ValidateSource(u); err != nil {
+			return errorf(http.StatusBadRequest, "invalid", err.Error())
+		}
+	}
+	var added, removed int
+	var err error
+	if len(req.Add) > 0 {
+		added, err = collector.NewAdmin(s.deps.Session).AddSources(r.Context(), req.Add...)
+	}
+	if err == nil && len(req.Remove) > 0 {
+		removed, err = collector.NewAdmin(s.deps.Session).RemoveSources(r.Context(), req.Remove...)
+	}
+	s.record(r, p, "sources.change", "sources", map[string][]string{"remove": req.Remove}, map[string][]string{"add": req.Add}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"added": added, "removed": removed})
+	return nil
+}
+
+func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request, p principal) error {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return errorf(http.StatusBadRequest, "invalid", "limit "+strconv.Quote(v)+": want 1 to 1000")
+		}
+		limit = n
+	}
+	entries, err := s.audit.List(r.Context(), limit, r.URL.Query().Get("before"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
+	return nil
+}
+
+// accounts is what the users page and GET /api/v1/users show: never a
+// hash or a token.
+type accounts struct {
+	Users  []auth.Info      `json:"users"`
+	Tokens []auth.TokenInfo `json:"tokens"`
+}
+
+func (s *Server) readAccounts(ctx context.Context) (accounts, error) {
+	users, err := s.users.Users(ctx)
+	if err != nil {
+		return accounts{}, err
+	}
+	tokens, err := s.users.Tokens(ctx)
+	return accounts{Users: users, Tokens: tokens}, err
+}
+
+func (s *Server) apiUsers(w http.ResponseWriter, r *http.Request, p principal) error {
+	a, err := s.readAccounts(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// userRequest is the body of POST /api/v1/users.
+type userRequest struct {
+	Name     string `json:"name"`
+	Role     string `json:"role"`
+	Password string `json:"password"`
+	Replace  bool   `json:"replace"`
+}
+
+func (s *Server) apiAddUser(w http.ResponseWriter, r *http.Request, p principal) error {
+	var req userRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	role, err := auth.ParseRole(req.Role)
+	if err == nil {
+		err = s.users.AddUser(r.Context(), req.Name, role, []byte(req.Password), req.Replace)
+	}
+	s.record(r, p, "user.add", "user/"+req.Name, nil, map[string]any{"role": req.Role, "replace": req.Replace}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"name": req.Name, "role": string(role)})
+	return nil
+}
+
+func (s *Server) apiRemoveUser(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("user")
+	if name == p.User {
+		return errorf(http.StatusConflict, "busy", "you cannot remove your own account: another admin must")
+	}
+	err := s.users.RemoveUser(r.Context(), name)
+	s.record(r, p, "user.remove", "user/"+name, nil, nil, err)
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// tokenRequest is the body of POST /api/v1/tokens.
+type tokenRequest struct {
+	User string `json:"user"`
+	Note string `json:"note"`
+}
+
+// apiCreateToken answers with the token: the only time it is shown.
+func (s *Server) apiCreateToken(w http.ResponseWriter, r *http.Request, p principal) error {
+	var req tokenRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	tok, ti, err := s.users.CreateToken(r.Context(), req.User, req.Note)
+	s.record(r, p, "token.create", "token/"+ti.ID, nil, map[string]string{"user": req.User, "note": req.Note}, err)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, map[string]any{"token": tok, "id": ti.ID, "user": ti.User, "note": ti.Note})
+	return nil
+}
+
+func (s *Server) apiRevokeToken(w http.ResponseWriter, r *http.Request, p principal) error {
+	id := r.PathValue("id")
+	err := s.users.RevokeToken(r.Context(), id)
+	s.record(r, p, "token.revoke", "token/"+id, nil, nil, err)
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// record writes an audit entry of a mutating action; a failed write is
+// logged (the action has happened and cannot be undone for it).
+func (s *Server) record(r *http.Request, p principal, action, target string, before, after any, err error) {
+	e := audit.Entry{Time: s.deps.Now().UTC(), User: p.User, Role: string(p.Role), Via: p.Via, Remote: clientAddr(r),
+		Action: action, Target: target, Before: before, After: after}
+	if err != nil {
+		e.Error = err.Error()
+	}
+	if werr := s.audit.Write(context.WithoutCancel(r.Context()), e); werr != nil {
+		s.log.Error("audit entry not written", "action", action, "target", target, "user", p.User, "err", werr)
+	}
+}

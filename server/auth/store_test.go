@@ -1,0 +1,157 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
+)
+
+var targets []*coordtest.Target
+
+func TestMain(m *testing.M) {
+	var stop func()
+	targets, stop = coordtest.Start("auth", 100*time.Millisecond)
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+func dial(t *testing.T, connect, auth string) *recipe.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := recipe.Dial(ctx, connect, recipe.Options{SessionTimeout: 2 * time.Second, Auth: auth})
+	if err != nil {
+		t.Fatalf("dial %s: %v", connect, err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func newStore(t *testing.T, s *recipe.Session, now func() time.Time) *Store {
+	return NewStore(s, Options{BcryptCost: bcrypt.MinCost, Now: now})
+}
+
+func TestUsersLoginTokensAndCookies(t *testing.T) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := context.Background()
+		connect := tg.Chroot(t, "auth")
+		s := dial(t, connect, coordtest.Auth)
+		clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		st := newStore(t, s, func() time.Time { return clock })
+
+		if err := st.AddUser(ctx, "alice", Admin, []byte("short"), false); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("a 5-byte password: got %v, want ErrInvalid", err)
+		}
+		if err := st.AddUser(ctx, "alice", Admin, []byte("correct horse"), false); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AddUser(ctx, "alice", Viewer, []byte("correct horse"), false); !errors.Is(err, ErrUserExists) {
+			t.Fatalf("second add without replace: got %v, want ErrUserExists", err)
+		}
+		if _, err := st.Login(ctx, "alice", []byte("wrong horse")); !errors.Is(err, ErrBadLogin) {
+			t.Fatalf("wrong password: got %v", err)
+		}
+		if _, err := st.Login(ctx, "mallory", []byte("correct horse")); !errors.Is(err, ErrBadLogin) {
+			t.Fatalf("unknown user: got %v", err)
+		}
+		u, err := st.Login(ctx, "alice", []byte("correct horse"))
+		if err != nil || u.Role != Admin {
+			t.Fatalf("login: %+v, %v", u, err)
+		}
+		// The record holds a bcrypt hash, never the password, and only
+		// the credential may read it.
+		data, _, err := s.Get(ctx, st.userPath("alice"))
+		if err != nil || strings.Contains(string(data), "correct horse") || !strings.Contains(string(data), "$2a$") {
+			t.Fatalf("stored user record: %s, %v", data, err)
+		}
+		if _, _, err := dial(t, connect, "").Get(ctx, st.userPath("alice")); !errors.Is(err, zk.ErrNoAuth) {
+			t.Fatalf("anonymous read of the user record: got %v, want ErrNoAuth", err)
+		}
+
+		// Cookies: accepted by another console (another Store, same key
+		// node), refused when tampered, expired, or after a password change.
+		key, err := st.SessionKey(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := newStore(t, dial(t, connect, coordtest.Auth), func() time.Time { return clock })
+		c := SignSession(key, u, clock.Add(time.Hour))
+		if got, err := other.VerifySession(ctx, c); err != nil || got.Name != "alice" {
+			t.Fatalf("cookie on another console: %+v, %v", got, err)
+		}
+		for _, bad := range []string{c + "x", strings.Replace(c, "v1.", "v1.Ym9i", 1), "v1.YWxpY2U.99999999999.AAAA", ""} {
+			if _, err := other.VerifySession(ctx, bad); err == nil {
+				t.Fatalf("tampered cookie %q accepted", bad)
+			}
+		}
+		if _, err := other.VerifySession(ctx, SignSession(key, u, clock.Add(-time.Second))); err == nil {
+			t.Fatal("expired cookie accepted")
+		}
+		if err := st.AddUser(ctx, "alice", Admin, []byte("new battery staple"), true); err != nil {
+			t.Fatal(err)
+		}
+		clock = clock.Add(3 * time.Second) // past the user cache
+		if _, err := other.VerifySession(ctx, c); err == nil {
+			t.Fatal("a cookie from before the password change was accepted")
+		}
+
+		// Tokens: shown once, only a digest stored, revocable, gone with the user.
+		tok, ti, err := st.CreateToken(ctx, "alice", "ci")
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _, _ = s.Get(ctx, st.tokenPath(ti.ID))
+		if strings.Contains(string(data), tok[len(tokenPrefix)+17:]) {
+			t.Fatalf("token secret stored in clear: %s", data)
+		}
+		if got, err := other.Token(ctx, tok); err != nil || got.Name != "alice" {
+			t.Fatalf("token: %+v, %v", got, err)
+		}
+		altered := tok[:len(tok)-1] + map[bool]string{true: "B", false: "A"}[strings.HasSuffix(tok, "A")]
+		if _, err := other.Token(ctx, altered); !errors.Is(err, ErrBadToken) {
+			t.Fatalf("altered token: got %v", err)
+		}
+		if err := st.RemoveUser(ctx, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := newStore(t, s, nil).Token(ctx, tok); !errors.Is(err, ErrBadToken) {
+			t.Fatalf("token of a removed user: got %v", err)
+		}
+	})
+}
+
+// TestAttackForgedUserRecord: an anonymous session that pre-creates the
+// console's tree (as a fresh ensemble lets anyone) and writes itself an
+// admin record gets nothing: the console refuses the record as untrusted.
+func TestAttackForgedUserRecord(t *testing.T) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := context.Background()
+		connect := tg.Chroot(t, "authattack")
+		anon := dial(t, connect, "")
+		hash, _ := bcrypt.GenerateFromPassword([]byte("attacker-pw"), bcrypt.MinCost)
+		if err := anon.EnsurePath(ctx, Root+"/users"); err != nil {
+			t.Fatal(err)
+		}
+		rec := `{"version":1,"name":"eve","role":"admin","hash":"` + string(hash) + `"}`
+		if _, err := anon.Create(ctx, Root+"/users/eve", []byte(rec), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		st := newStore(t, dial(t, connect, coordtest.Auth), nil)
+		if _, err := st.Login(ctx, "eve", []byte("attacker-pw")); !errors.Is(err, recipe.ErrUntrusted) {
+			t.Fatalf("login with a forged record: got %v, want ErrUntrusted", err)
+		}
+		if _, err := st.SessionKey(ctx); !errors.Is(err, recipe.ErrUntrusted) {
+			t.Fatalf("session key below a world-writable root: got %v, want ErrUntrusted", err)
+		}
+	})
+}

@@ -1,0 +1,338 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/testpeer"
+	"github.com/shepherd-dev/shepherd/scheduler"
+	"github.com/shepherd-dev/shepherd/server/auth"
+)
+
+// chromiumPath is Debian's chromium (scripts/install-deps.sh).
+const chromiumPath = "/usr/bin/chromium"
+
+// screenshotsEnv names a directory to save the browser test's screenshots
+// in (docs/console is where docs/console.md shows them from).
+const screenshotsEnv = "SHEPHERD_CONSOLE_SCREENSHOTS"
+
+// TestBrowserOperatorJourney drives a real chromium through the console
+// of a real cluster: two private MariaDB servers, a core standing by for
+// the task, a scheduler, the console reading through cluster.Poller. An
+// admin logs in, tests the connection of a new task in the form and
+// creates it, watches it turn RUNNING without reloading, stops it, runs a
+// job now and sees its result, and finds both actions in the audit log;
+// a viewer sees no controls.
+func TestBrowserOperatorJourney(t *testing.T) {
+	_, err := os.Stat(chromiumPath)
+	testpeer.Require(t, "chromium", err == nil, fmt.Sprint(err))
+	why, ok := testpeer.MariaDBAvailable()
+	testpeer.Require(t, "mariadb", ok, why)
+	tg := targets[0]
+	tg.Require(t)
+
+	src := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	dst := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	for _, db := range []*testpeer.MariaDB{src, dst} {
+		db.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY, item VARCHAR(40))")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	connect := tg.Chroot(t, "browser")
+	s := dial(t, connect, coordtest.Auth)
+	log := slog.New(slog.DiscardHandler)
+	store := auth.NewStore(s, auth.Options{BcryptCost: bcrypt.MinCost})
+	for _, u := range []struct {
+		name string
+		role auth.Role
+	}{{"alice", auth.Admin}, {"victor", auth.Viewer}} {
+		if err := store.AddUser(ctx, u.name, u.role, []byte(testPassword), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := scheduler.NewAdmin(s).StoreJob(ctx, scheduler.Job{Name: "nightly-report", Schedule: "0 3 * * *", Command: "/bin/echo", Args: []string{"report done"}}); err != nil {
+		t.Fatal(err)
+	}
+	runInBackground(t, ctx, "core", func(ctx context.Context) error {
+		c, err := core.New(dial(t, connect, coordtest.Auth), core.Config{Host: "core1", Tasks: []string{"orders"}, Engine: core.MySQL{},
+			CheckpointInterval: 200 * time.Millisecond, RetryBase: 100 * time.Millisecond, RetryMax: time.Second, Logger: log})
+		if err != nil {
+			return err
+		}
+		return c.Run(ctx)
+	})
+	runInBackground(t, ctx, "scheduler", func(ctx context.Context) error {
+		sc, err := scheduler.New(dial(t, connect, coordtest.Auth), scheduler.Options{Host: "sched1", LogDir: t.TempDir(), Logger: log, Resync: time.Second})
+		if err != nil {
+			return err
+		}
+		return sc.Run(ctx)
+	})
+	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{CoordServers: []string{tg.Addr}}), time.Second, log)
+	runInBackground(t, ctx, "poller", poller.Run)
+	srv, err := New(Config{}, Deps{Session: s, Feed: poller, Logger: log, BcryptCost: bcrypt.MinCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { // after the browser's cleanup: its event stream is gone
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+
+	shots := os.Getenv(screenshotsEnv)
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	b := newBrowser(t, ctx, hs.URL, shots)
+
+	b.login("alice")
+	b.run("overview", chromedp.WaitVisible(chromedp.CSS(".cards")))
+	b.shot("overview")
+
+	// The form: test the connection first, then create.
+	b.run("open the new-task form", chromedp.Navigate(hs.URL+"/new/task"), chromedp.WaitVisible(chromedp.CSS("#task-form")))
+	b.run("fill the form",
+		chromedp.SetValue(chromedp.CSS("#f-name"), "orders"),
+		chromedp.SetValue(chromedp.CSS("#f-source-host"), src.Host()),
+		chromedp.SetValue(chromedp.CSS("#f-source-port"), strconv.Itoa(src.Port())),
+		chromedp.SetValue(chromedp.CSS("#f-source-user"), "root"),
+		chromedp.SetValue(chromedp.CSS("#f-target-host"), dst.Host()),
+		chromedp.SetValue(chromedp.CSS("#f-target-port"), strconv.Itoa(dst.Port())),
+		chromedp.SetValue(chromedp.CSS("#f-target-user"), "root"),
+		chromedp.SetValue(chromedp.CSS("#f-include"), "shop.*"),
+		chromedp.SetValue(chromedp.CSS("#f-start"), "current"),
+		chromedp.Click(chromedp.CSS("#test-connection")),
+	)
+	b.waitText("#validate-verdict", "All checks passed.")
+	checks := browserValue(b, "read the checks", chromedp.Text(chromedp.CSS("#validate-result")))
+	for _, want := range []string{"source binary log", "source privileges", "start position", "target connect", "shop.orders"} {
+		if !strings.Contains(checks, want) {
+			t.Errorf("test connection result lacks %q:\n%s", want, checks)
+		}
+	}
+	b.shot("task-form")
+	b.run("create", chromedp.Click(chromedp.CSS("#save-task")), chromedp.WaitVisible(chromedp.CSS("#task-state")))
+
+	// The task page turns RUNNING by itself: the page is not reloaded
+	// (a marker set on it survives).
+	browserValue(b, "mark the page", chromedp.Evaluate[bool](`window.__notReloaded = true`))
+	b.waitText("#task-state", "RUNNING")
+	b.waitContains("#instances", "RUNNING")
+	if !browserValue(b, "check no reload", chromedp.Evaluate[bool](`window.__notReloaded === true`)) {
+		t.Fatal("the task page was reloaded to show RUNNING")
+	}
+	src.Exec(t, "INSERT INTO shop.orders VALUES (1, 'lamp'), (2, 'desk')")
+	coordtest.WaitFor(t, 30*time.Second, "the rows copied to the target", func() error {
+		var n int
+		if err := dst.DB(t).QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&n); err != nil || n != 2 {
+			return fmt.Errorf("%d rows, %v", n, err)
+		}
+		return nil
+	})
+	b.run("reload the task page", chromedp.Navigate(hs.URL+"/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#task-state")))
+	b.shot("task")
+
+	// Stop, with the confirmation.
+	b.acceptConfirm()
+	b.run("stop", chromedp.Click(chromedp.CSS("#action-stop")))
+	b.waitText("#task-state", "PAUSED")
+	b.checkConfirmed("Stop task orders?")
+
+	// Run a job now and see its result arrive.
+	b.run("open the job", chromedp.Navigate(hs.URL+"/jobs/nightly-report"), chromedp.WaitVisible(chromedp.CSS("#job-run")))
+	b.acceptConfirm()
+	b.run("run now", chromedp.Click(chromedp.CSS("#job-run")))
+	b.waitText("#job-last", "succeeded")
+	b.checkConfirmed("Run nightly-report now?")
+	b.waitContains("#runs", "report done") // the history too, without a reload
+	b.run("reload the job", chromedp.Navigate(hs.URL+"/jobs/nightly-report"), chromedp.WaitVisible(chromedp.CSS("#runs")))
+	runs := browserValue(b, "read the history", chromedp.Text(chromedp.CSS("#runs")))
+	if !strings.Contains(runs, "report done") || !strings.Contains(runs, "succeeded") {
+		t.Errorf("job history lacks the run's output:\n%s", runs)
+	}
+	b.shot("job")
+
+	// Both actions are in the audit log.
+	b.run("open the audit log", chromedp.Navigate(hs.URL+"/audit"), chromedp.WaitVisible(chromedp.CSS("#audit")))
+	audit := browserValue(b, "read the audit log", chromedp.Text(chromedp.CSS("#audit")))
+	for _, want := range []string{"task.stop", "job.run", "task.create", "alice"} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("audit log lacks %q:\n%s", want, audit)
+		}
+	}
+	b.shot("audit")
+	b.run("tasks list", chromedp.Navigate(hs.URL+"/tasks"), chromedp.WaitVisible(chromedp.CSS("#tasks")))
+	b.shot("tasks")
+	b.run("users page", chromedp.Navigate(hs.URL+"/users"), chromedp.WaitVisible(chromedp.CSS("#users")))
+	b.run("create a token", chromedp.SetValue(chromedp.CSS("#token-form input[name=user]"), "victor"),
+		chromedp.SetValue(chromedp.CSS("#token-form input[name=note]"), "wallboard"),
+		chromedp.Click(chromedp.CSS("#token-form button")))
+	b.waitContains("#new-token", "Token for victor (shown this once): shp_")
+	b.shot("users")
+	b.run("znode browser", chromedp.Navigate(hs.URL+"/znodes?path=/mysql_replicator/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#znode")))
+	b.shot("znodes")
+
+	// A viewer sees the task but no control.
+	b.run("log out", chromedp.Click(chromedp.CSS("form[action='/logout'] button")), chromedp.WaitVisible(chromedp.CSS("#login")))
+	b.login("victor")
+	b.run("viewer's task page", chromedp.Navigate(hs.URL+"/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#task-state")))
+	controls := browserValue(b, "count controls", chromedp.Evaluate[int](`document.querySelectorAll("[data-action], #reset-form, #action-edit, #new-task").length`))
+	if controls != 0 {
+		t.Errorf("the viewer sees %d controls on the task page", controls)
+	}
+	b.shot("task-viewer")
+}
+
+// browser is one headless chromium on a fresh profile.
+type browser struct {
+	t     *testing.T
+	ctx   context.Context
+	base  string
+	shots string
+}
+
+func newBrowser(t *testing.T, ctx context.Context, base, shots string) *browser {
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return &browser{t: t, ctx: bctx, base: base, shots: shots}
+}
+
+func (b *browser) run(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	browserValue(b, what, chromedp.Steps(steps...))
+}
+
+// browserValue runs one action and returns its value; a failure ends the
+// test with the page's text.
+func browserValue[T any](b *browser, what string, a chromedp.Action[T]) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		body, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+		b.t.Fatalf("browser: %s: %v\npage text:\n%s", what, err, body)
+	}
+	return v
+}
+
+func (b *browser) login(user string) {
+	b.t.Helper()
+	b.run("log in as "+user,
+		chromedp.Navigate(b.base+"/login"),
+		chromedp.WaitVisible(chromedp.CSS("#login")),
+		chromedp.SetValue(chromedp.CSS("#user"), user),
+		chromedp.SetValue(chromedp.CSS("#password"), testPassword),
+		chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("header .who")),
+	)
+}
+
+// waitText waits until the element's text is want (live updates).
+func (b *browser) waitText(sel, want string) {
+	b.t.Helper()
+	var got string
+	coordtest.WaitFor(b.t, 60*time.Second, sel+" to read "+want, func() error {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer cancel()
+		var err error
+		if got, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel))); err != nil {
+			return err
+		}
+		if strings.TrimSpace(got) != want {
+			return fmt.Errorf("it reads %q", got)
+		}
+		return nil
+	})
+}
+
+// waitContains waits until the element's text holds want.
+func (b *browser) waitContains(sel, want string) {
+	b.t.Helper()
+	coordtest.WaitFor(b.t, 60*time.Second, sel+" to hold "+want, func() error {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer cancel()
+		got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(got, want) {
+			return fmt.Errorf("it reads %q", got)
+		}
+		return nil
+	})
+}
+
+// acceptConfirm answers the next confirmation dialogs yes, recording
+// their question (headless chromium cannot click a native dialog).
+func (b *browser) acceptConfirm() {
+	b.t.Helper()
+	browserValue(b, "accept confirmations", chromedp.Evaluate[bool](`(window.confirm = (q) => { window.__asked = q; return true; }, true)`))
+}
+
+func (b *browser) checkConfirmed(want string) {
+	b.t.Helper()
+	asked := browserValue(b, "read the confirmation", chromedp.Evaluate[string](`window.__asked || ""`))
+	if !strings.HasPrefix(asked, want) {
+		b.t.Errorf("confirmation asked %q, want %q", asked, want)
+	}
+}
+
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	png := browserValue(b, "screenshot "+name, chromedp.CaptureScreenshot())
+	if err := os.WriteFile(filepath.Join(b.shots, name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// runInBackground runs fn until the test ends, and fails the test if it
+// returns an error before that.
+func runInBackground(t *testing.T, ctx context.Context, what string, fn func(context.Context) error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/scheduler"
+	"github.com/shepherd-dev/shepherd/server/auth"
+)
+
+// apiError is the one error shape of the API:
+// {"error": {"code": "...", "message": "..."}}.
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func errorf(status int, code, msg string) *apiError {
+	return &apiError{Status: status, Code: code, Message: msg}
+}
+
+// classify maps the domain packages' errors to statuses.
+func classify(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	msg := err.Error()
+	for _, m := range []struct {
+		target error
+		status int
+		code   string
+	}{
+		{core.ErrNoTask, http.StatusNotFound, "not_found"},
+		{scheduler.ErrNoSuchJob, http.StatusNotFound, "not_found"},
+		{core.ErrVersionConflict, http.StatusPreconditionFailed, "version_conflict"},
+		{core.ErrInvalidSpec, http.StatusBadRequest, "invalid"},
+		{scheduler.ErrInvalidJob, http.StatusBadRequest, "invalid"},
+		{auth.ErrInvalid, http.StatusBadRequest, "invalid"},
+		{core.ErrTaskExists, http.StatusConflict, "exists"},
+		{auth.ErrUserExists, http.StatusConflict, "exists"},
+		{core.ErrTaskBusy, http.StatusConflict, "busy"},
+		{core.ErrNoStandby, http.StatusConflict, "no_standby"},
+		{core.ErrPositionBehind, http.StatusConflict, "position_behind"},
+		{core.ErrNoFailure, http.StatusConflict, "no_failure"},
+		{auth.ErrNoUser, http.StatusNotFound, "not_found"},
+		{auth.ErrBadToken, http.StatusNotFound, "not_found"},
+	} {
+		if errors.Is(err, m.target) {
+			return errorf(m.status, m.code, msg)
+		}
+	}
+	return errorf(http.StatusInternalServerError, "internal", msg)
+}
+
+// writeError answers with err in the API's shape, or for a page as text.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := classify(err)
+	if !wantsJSON(r) {
+		http.Error(w, ae.Message, ae.Status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ae.Status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Error *apiError `json:"error"`
+	}{ae})
+}
+
+// wantsJSON: an API request, or a JSON one (a login from a script).
+func wantsJSON(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, "/api/") ||
+		strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
+		strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true)
+	_ = enc.Encode(v)
+}
+
+// maxBody bounds a request body: a task spec is a few kilobytes.
+const maxBody = 256 << 10
+
+// readJSON decodes a bounded JSON body into v, refusing unknown fields.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errorf(http.StatusBadRequest, "invalid", "request body: "+err.Error())
+	}
+	return nil
+}

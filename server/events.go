@@ -1,0 +1,184 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/core"
+)
+
+// live is what /api/v1/events sends on every new snapshot: the fields
+// the pages update in place, small enough to send to every browser.
+type live struct {
+	ReadAt     time.Time          `json:"readAt"`
+	Tasks      []liveTask         `json:"tasks"`
+	Jobs       []liveJob          `json:"jobs"`
+	Collectors []liveCollector    `json:"collectors"`
+	Errors     map[Section]string `json:"errors,omitempty"`
+}
+
+type liveTask struct {
+	Name     string  `json:"name"`
+	Desired  string  `json:"desired"`
+	State    string  `json:"state"` // the owner's, or NONE
+	Owner    string  `json:"owner"`
+	Position string  `json:"position"`
+	Lag      float64 `json:"lag"`
+	Error    string  `json:"error,omitempty"`
+}
+
+type liveJob struct {
+	Name      string `json:"name"`
+	Paused    bool   `json:"paused"`
+	Running   bool   `json:"running"`
+	LastRun   string `json:"lastRun,omitempty"`
+	LastState string `json:"lastState,omitempty"`
+}
+
+type liveCollector struct {
+	Name  string `json:"name"`
+	Alive bool   `json:"alive"`
+	Lines int64  `json:"lines"`
+}
+
+// taskSummary is the one reading of a task's state the API's events and
+// the pages share.
+func taskSummary(ts core.TaskStatus) liveTask {
+	lt := liveTask{Name: ts.Name, State: "NONE", Error: ts.SpecError}
+	if ts.Spec != nil {
+		lt.Desired = ts.Spec.State
+	}
+	if o, ok := ts.Owner(); ok {
+		lt.State, lt.Owner, lt.Lag = o.State.State, o.Name, o.State.LagSeconds
+		if o.State.State == "" {
+			lt.State = "UNKNOWN"
+		}
+		if !o.State.Position.IsZero() {
+			lt.Position = o.State.Position.String()
+		}
+		if o.State.Error != "" {
+			lt.Error = o.State.Error
+		}
+	}
+	if lt.Position == "" && ts.LastCommit != nil {
+		lt.Position = ts.LastCommit.Position().String()
+	}
+	return lt
+}
+
+func jobSummary(j JobStatus) liveJob {
+	lj := liveJob{Name: j.Name, Paused: j.Paused, Running: len(j.Running()) > 0}
+	if last := j.Last(); last != nil {
+		lj.LastRun, lj.LastState = last.RunKey, string(last.Status)
+	}
+	return lj
+}
+
+func summarize(snap *Snapshot) live {
+	l := live{ReadAt: snap.ReadAt, Errors: snap.Errors,
+		Tasks: make([]liveTask, len(snap.Tasks)), Jobs: make([]liveJob, len(snap.Jobs)), Collectors: make([]liveCollector, len(snap.Collectors))}
+	for i, ts := range snap.Tasks {
+		l.Tasks[i] = taskSummary(ts)
+	}
+	for i, j := range snap.Jobs {
+		l.Jobs[i] = jobSummary(j)
+	}
+	for i, c := range snap.Collectors {
+		l.Collectors[i] = liveCollector{Name: c.Name, Alive: c.Alive, Lines: c.Lines}
+	}
+	return l
+}
+
+// eventCache encodes each snapshot once for all streams.
+type eventCache struct {
+	mu   sync.Mutex
+	snap *Snapshot
+	data []byte
+}
+
+func (c *eventCache) encode(snap *Snapshot) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap != snap {
+		b, _ := json.Marshal(summarize(snap))
+		c.snap, c.data = snap, append(append([]byte("event: snapshot\ndata: "), b...), "\n\n"...)
+	}
+	return c.data
+}
+
+// maxStreams bounds the open event streams of one console.
+const maxStreams = 1000
+
+// keepAlive is how often an idle stream gets a comment, so that proxies
+// keep it open and a gone client is noticed.
+const keepAlive = 15 * time.Second
+
+// apiEvents streams a summary of the newest snapshot and of every new one as server-sent
+// events until the client goes away. A slow client skips snapshots (the
+// feed keeps only the newest for it) instead of holding others up.
+func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, p principal) error {
+	if !s.streams.TryAcquire() {
+		return errorf(http.StatusServiceUnavailable, "too_many_streams", "this console serves its maximum of event streams: retry later or use another console")
+	}
+	defer s.streams.Release()
+	s.metrics.streams.Inc()
+	defer s.metrics.streams.Dec()
+	ch, cancel := s.deps.Feed.Subscribe()
+	defer cancel()
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case snap, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if !send(s.events.encode(snap)) {
+				return nil
+			}
+		case <-tick.C:
+			if !send([]byte(": keep-alive\n\n")) {
+				return nil
+			}
+		}
+	}
+}
+
+// slots is a counting semaphore that refuses instead of waiting.
+type slots struct {
+	mu     sync.Mutex
+	n, max int
+}
+
+func (s *slots) TryAcquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n >= s.max {
+		return false
+	}
+	s.n++
+	return true
+}
+
+func (s *slots) Release() {
+	s.mu.Lock()
+	s.n--
+	s.mu.Unlock()
+}

@@ -1,0 +1,233 @@
+// Shepherd console: confirmations and actions through the JSON API, the
+// task form, and live updates from /api/v1/events. No framework, no
+// build step; the page works (read-only) without it.
+"use strict";
+
+function flash(msg, bad) {
+  const el = document.getElementById("flash");
+  if (!el) return;
+  el.textContent = msg;
+  el.className = bad ? "flash bad" : "flash";
+  el.hidden = false;
+}
+
+async function api(method, url, body, headers) {
+  const h = Object.assign({"Content-Type": "application/json"}, headers || {});
+  const res = await fetch(url, {method, headers: h, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body)});
+  let data = null;
+  const text = await res.text();
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = {error: {message: text}}; }
+  if (!res.ok) {
+    throw new Error((data && data.error && data.error.message) || res.statusText);
+  }
+  return {data, res};
+}
+
+function wireActions() {
+  for (const b of document.querySelectorAll("[data-action]")) {
+    b.addEventListener("click", async (ev) => {
+      ev.preventDefault();
+      if (b.dataset.confirm && !window.confirm(b.dataset.confirm)) return;
+      b.disabled = true;
+      try {
+        const {data} = await api(b.dataset.method || "POST", b.dataset.action, b.dataset.method === "DELETE" ? undefined : {});
+        if (b.dataset.then) { window.location = b.dataset.then; return; }
+        flash("Done: " + b.textContent.trim() + (data && data.runKey ? " (run " + data.runKey + ")" : ""));
+      } catch (e) {
+        flash(e.message, true);
+      } finally {
+        b.disabled = false;
+      }
+    });
+  }
+  onSubmit("skip-form", async (f, form) => {
+    const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(form.dataset.task) + "/skip-event", {confirm: f.get("confirm")});
+    flash("Skipped to " + data.after.file + ":" + data.after.pos + "; start the task to resume");
+  });
+  onSubmit("reset-form", async (f, form) => {
+    const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(form.dataset.task) + "/reset-position",
+      {position: f.get("position"), confirm: f.get("confirm")});
+    flash("Position reset from " + data.before.file + ":" + data.before.pos);
+  });
+  onSubmit("user-form", async (f) => {
+    await api("POST", "/api/v1/users", {name: f.get("name"), role: f.get("role"), password: f.get("password"), replace: f.get("replace") === "on"});
+    window.location = "/users";
+  });
+  onSubmit("token-form", async (f) => {
+    const {data} = await api("POST", "/api/v1/tokens", {user: f.get("user"), note: f.get("note")});
+    const out = document.getElementById("new-token");
+    out.textContent = "Token for " + data.user + " (shown this once): " + data.token;
+    out.hidden = false;
+  });
+}
+
+// onSubmit sends the form of that id through fn instead of the browser,
+// showing a failure's message.
+function onSubmit(id, fn) {
+  const form = document.getElementById(id);
+  if (!form) return;
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      await fn(new FormData(form), form);
+    } catch (e) {
+      flash(e.message, true);
+    }
+  });
+}
+
+function lines(s) {
+  return (s || "").split("\n").map((x) => x.trim()).filter((x) => x);
+}
+
+// specFromForm builds the task spec (the JSON `ctl task add` takes).
+function specFromForm(form) {
+  const f = new FormData(form);
+  const ep = (p) => {
+    const e = {host: f.get(p + ".host"), port: Number(f.get(p + ".port")) || 3306, user: f.get(p + ".user"), flavor: f.get(p + ".flavor")};
+    if (f.get(p + ".password")) e.password = f.get(p + ".password");
+    if (f.get(p + ".passwordFile")) e.passwordFile = f.get(p + ".passwordFile");
+    return e;
+  };
+  const sp = {version: 1, name: f.get("name"), source: ep("source"), target: ep("target"),
+    filter: {include: lines(f.get("filter.include")), exclude: lines(f.get("filter.exclude"))},
+    start: f.get("start"), state: f.get("state"), standby: {mode: f.get("standby.mode")}};
+  if (f.get("standby.group")) sp.standby.group = f.get("standby.group");
+  return sp;
+}
+
+function showValidation(rep) {
+  const out = document.getElementById("validate-result");
+  out.replaceChildren();
+  const h = document.createElement("p");
+  h.id = "validate-verdict";
+  h.className = rep.ok ? "ok" : "bad";
+  h.textContent = rep.ok ? "All checks passed." : "Some checks failed.";
+  out.append(h);
+  const ul = document.createElement("ul");
+  for (const c of rep.checks) {
+    const li = document.createElement("li");
+    li.className = c.ok ? "ok" : "bad";
+    li.textContent = (c.ok ? "✓ " : "✗ ") + c.name + ": " + c.detail;
+    ul.append(li);
+  }
+  out.append(ul);
+  if (rep.tables && rep.tables.length) {
+    const p = document.createElement("p");
+    p.textContent = "Tables selected: " + rep.tables.join(", ") + (rep.moreTables ? " and " + rep.moreTables + " more" : "");
+    out.append(p);
+  }
+  out.hidden = false;
+}
+
+function wireTaskForm() {
+  const form = document.getElementById("task-form");
+  if (!form) return;
+  document.getElementById("test-connection").addEventListener("click", async () => {
+    if (!form.reportValidity()) return;
+    try {
+      const {data} = await api("POST", "/api/v1/tasks:validate", specFromForm(form));
+      showValidation(data);
+    } catch (e) {
+      flash(e.message, true);
+    }
+  });
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const sp = specFromForm(form);
+    try {
+      if (form.dataset.edit) {
+        await api("PUT", "/api/v1/tasks/" + encodeURIComponent(form.dataset.edit), sp, {"If-Match": '"' + form.dataset.version + '"'});
+      } else {
+        await api("POST", "/api/v1/tasks", sp);
+      }
+      window.location = "/tasks/" + encodeURIComponent(sp.name);
+    } catch (e) {
+      flash(e.message, true);
+    }
+  });
+}
+
+function setField(kind, name, field, value) {
+  for (const el of document.querySelectorAll("[data-" + kind + "]")) {
+    if (el.dataset[kind] === name && el.dataset.field === field) {
+      const v = value === undefined || value === null ? "" : String(value);
+      if (el.textContent !== v) el.textContent = v;
+    }
+  }
+}
+
+// row builds a table row of text cells (never HTML from the server).
+function row(cells, stateCol) {
+  const tr = document.createElement("tr");
+  cells.forEach((c, i) => {
+    const td = document.createElement("td");
+    td.textContent = c === undefined || c === null ? "" : String(c);
+    if (i === stateCol) td.className = "state";
+    tr.append(td);
+  });
+  return tr;
+}
+
+function utc(t) {
+  return t && !t.startsWith("0001") ? t.replace("T", " ").replace(/\.\d+Z$/, "Z") : "";
+}
+
+// refreshTables re-reads the task's instances or the job's runs, when the
+// page shows them, after a new snapshot.
+async function refreshTables() {
+  const inst = document.getElementById("instances");
+  if (inst) {
+    try {
+      const {data} = await api("GET", "/api/v1/tasks/" + encodeURIComponent(inst.dataset.task));
+      const rows = (data.instances || []).map((i) => row([i.name, i.state.state, i.state.host, i.state.epoch,
+        i.state.position.file ? i.state.position.file + ":" + i.state.position.pos : "", i.state.lagSeconds, i.state.rowsPerSecond,
+        utc(i.state.since), i.state.error], 1));
+      inst.tBodies[0].replaceChildren(...(rows.length ? rows : [row(["No core stands by for this task."])]));
+    } catch (e) { /* the next snapshot tries again */ }
+  }
+  const runs = document.getElementById("runs");
+  if (runs) {
+    try {
+      const {data} = await api("GET", "/api/v1/jobs/" + encodeURIComponent(runs.dataset.job) + "/runs");
+      const took = (r) => r.start && r.end ? (new Date(r.end) - new Date(r.start)) + "ms" : "";
+      const rows = (data || []).map((r) => r.result
+        ? row([r.runKey, r.result.status, r.result.host, utc(r.result.start), took(r.result), r.result.exitCode, (r.result.output || "") + (r.result.error || "")], 1)
+        : row([r.runKey, r.running ? "running" : "pending"], 1));
+      runs.tBodies[0].replaceChildren(...(rows.length ? rows : [row(["No runs yet."])]));
+    } catch (e) { /* the next snapshot tries again */ }
+  }
+}
+
+function liveUpdates() {
+  if (document.body.dataset.live !== "on" || !window.EventSource) return;
+  const status = document.getElementById("live-status");
+  const es = new EventSource("/api/v1/events");
+  es.onopen = () => { if (status) status.textContent = "live"; };
+  es.onerror = () => { if (status) status.textContent = "live updates reconnecting…"; };
+  es.addEventListener("snapshot", (ev) => {
+    const s = JSON.parse(ev.data);
+    const readAt = document.getElementById("readAt");
+    if (readAt) readAt.textContent = s.readAt.replace("T", " ").replace(/\.\d+Z$/, "Z");
+    for (const t of s.tasks) {
+      for (const k of ["state", "desired", "owner", "position", "lag", "error"]) setField("task", t.name, k, t[k]);
+    }
+    for (const j of s.jobs) {
+      setField("job", j.name, "paused", j.paused);
+      setField("job", j.name, "running", j.running ? "running" : "");
+      setField("job", j.name, "lastRun", j.lastRun);
+      setField("job", j.name, "lastState", j.lastState);
+    }
+    for (const c of s.collectors) {
+      setField("collector", c.name, "alive", c.alive ? "alive" : "dead");
+      setField("collector", c.name, "lines", c.lines);
+    }
+    refreshTables();
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  wireActions();
+  wireTaskForm();
+  liveUpdates();
+});

@@ -1,0 +1,267 @@
+package server
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/server/audit"
+	"github.com/shepherd-dev/shepherd/server/auth"
+)
+
+//go:embed web/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// pages are the UI's templates, each parsed with the layout.
+type pages struct{ t map[string]*template.Template }
+
+var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "collectors", "coord", "audit", "users", "znodes"}
+
+// newPages parses the templates; lags feeds the collectors' rates.
+func newPages(lags *lagHistory) (*pages, error) {
+	funcs := template.FuncMap{
+		"json": func(v any) string {
+			b, _ := json.MarshalIndent(v, "", "  ")
+			return string(b)
+		},
+		"ago": func(t time.Time) string {
+			if t.IsZero() {
+				return "never"
+			}
+			return time.Since(t).Round(time.Second).String() + " ago"
+		},
+		"time": func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			return t.UTC().Format("2006-01-02 15:04:05Z")
+		},
+		"dur": func(a, b time.Time) string {
+			if a.IsZero() || b.IsZero() {
+				return ""
+			}
+			return b.Sub(a).Round(time.Millisecond).String()
+		},
+		"lower": strings.ToLower,
+		"rate": func(c string) string {
+			if r, ok := lags.rate(c); ok {
+				return fmt.Sprintf("%.1f", r)
+			}
+			return "…"
+		},
+		"parent": path.Dir,
+		"child":  func(dir, name string) string { return path.Join(dir, name) },
+		"join":   strings.Join,
+	}
+	p := &pages{t: map[string]*template.Template{}}
+	for _, n := range pageNames {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "web/layout.html", "web/"+n+".html")
+		if err != nil {
+			return nil, fmt.Errorf("server: template %s: %w", n, err)
+		}
+		p.t[n] = t
+	}
+	return p, nil
+}
+
+// pageData is what every template gets.
+type pageData struct {
+	Title      string
+	User       string
+	Role       auth.Role
+	CanOperate bool // start, stop, handover, run, pause
+	CanAdmin   bool // define, edit, delete, reset-position
+	IsAdmin    bool // sees the users page (even when read-only)
+	ReadOnly   bool
+	Error      string
+	Next       string
+	Snap       *Snapshot
+	Data       any
+}
+
+func (p *pages) render(w http.ResponseWriter, r *http.Request, name string, d pageData) {
+	var buf bytes.Buffer
+	if err := p.t[name].Execute(&buf, d); err != nil {
+		http.Error(w, "render "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = buf.WriteTo(w)
+}
+
+func staticHandler() http.Handler {
+	sub, _ := fs.Sub(staticFS, "static")
+	return http.StripPrefix("/static/", http.FileServerFS(sub))
+}
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	s.pages.render(w, r, "login", pageData{Title: "Log in", Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+// page installs a UI page for viewers and above.
+func (s *Server) page(pattern, name string, data func(r *http.Request, d *pageData) error) {
+	s.handle(pattern, auth.Viewer, func(w http.ResponseWriter, r *http.Request, p principal) error {
+		snap, err := s.snapshot()
+		if err != nil {
+			return err
+		}
+		d := pageData{Title: name, User: p.User, Role: p.Role, ReadOnly: s.cfg.ReadOnly, Snap: snap,
+			CanOperate: !s.cfg.ReadOnly && p.Role.Allows(auth.Operator),
+			CanAdmin:   !s.cfg.ReadOnly && p.Role.Allows(auth.Admin), IsAdmin: p.Role.Allows(auth.Admin)}
+		if data != nil {
+			if err := data(r, &d); err != nil {
+				return err
+			}
+		}
+		s.pages.render(w, r, name, d)
+		return nil
+	})
+}
+
+// taskPage is the data of the task page.
+type taskPage struct {
+	View    taskView
+	Summary liveTask
+	Spec    *core.Spec
+	Lag     lagChart
+}
+
+type taskRow struct {
+	liveTask
+	Standby string
+}
+
+func (s *Server) uiRoutes() {
+	s.page("GET /{$}", "overview", func(r *http.Request, d *pageData) error {
+		d.Title = "Overview"
+		d.Data = summarize(d.Snap)
+		return nil
+	})
+	s.page("GET /tasks", "tasks", func(r *http.Request, d *pageData) error {
+		d.Title = "Tasks"
+		rows := make([]taskRow, len(d.Snap.Tasks))
+		for i, ts := range d.Snap.Tasks {
+			rows[i] = taskRow{liveTask: taskSummary(ts)}
+			if ts.Spec != nil {
+				rows[i].Standby = ts.Spec.Standby.Mode
+			}
+		}
+		d.Data = rows
+		return nil
+	})
+	s.page("GET /tasks/{task}", "task", func(r *http.Request, d *pageData) error {
+		tv, err := s.readTask(r.Context(), r.PathValue("task"))
+		if err != nil {
+			return err
+		}
+		d.Title = "Task " + tv.Name
+		d.Data = taskPage{View: tv, Summary: taskSummary(tv.TaskStatus), Spec: tv.Spec, Lag: s.lags.chart(tv.Name)}
+		return nil
+	})
+	s.page("GET /new/task", "taskform", func(r *http.Request, d *pageData) error {
+		if !d.CanAdmin {
+			return errorf(http.StatusForbidden, "forbidden", "defining tasks needs the admin role")
+		}
+		d.Title = "New task"
+		sp := &core.Spec{State: core.DesiredRunning, Start: core.StartCurrent, Standby: core.Standby{Mode: core.ModeHot},
+			Source: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}, Target: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}
+		d.Data = taskPage{Spec: sp}
+		return nil
+	})
+	s.page("GET /tasks/{task}/edit", "taskform", func(r *http.Request, d *pageData) error {
+		if !d.CanAdmin {
+			return errorf(http.StatusForbidden, "forbidden", "editing tasks needs the admin role")
+		}
+		tv, err := s.readTask(r.Context(), r.PathValue("task"))
+		if err != nil {
+			return err
+		}
+		if tv.Spec == nil {
+			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" has no readable spec: "+tv.SpecError)
+		}
+		d.Title = "Edit task " + tv.Name
+		d.Data = taskPage{View: tv, Spec: tv.Spec}
+		return nil
+	})
+	s.page("GET /jobs", "jobs", func(r *http.Request, d *pageData) error {
+		d.Title = "Jobs"
+		return nil
+	})
+	s.page("GET /jobs/{job}", "job", func(r *http.Request, d *pageData) error {
+		j, err := s.job(r.PathValue("job"))
+		if err != nil {
+			return err
+		}
+		d.Title = "Job " + j.Name
+		d.Data = j
+		return nil
+	})
+	s.page("GET /collectors", "collectors", func(r *http.Request, d *pageData) error {
+		d.Title = "Collectors"
+		return nil
+	})
+	s.page("GET /coord", "coord", func(r *http.Request, d *pageData) error {
+		d.Title = "Coordination servers"
+		d.Data = s.deps.Session.State().String()
+		return nil
+	})
+	s.page("GET /users", "users", func(r *http.Request, d *pageData) error {
+		if !d.Role.Allows(auth.Admin) {
+			return errorf(http.StatusForbidden, "forbidden", "the users page needs the admin role")
+		}
+		d.Title = "Users and tokens"
+		a, err := s.readAccounts(r.Context())
+		d.Data = a
+		return err
+	})
+	s.page("GET /znodes", "znodes", func(r *http.Request, d *pageData) error {
+		if !d.Role.Allows(auth.Admin) {
+			return errorf(http.StatusForbidden, "forbidden", "the znode browser needs the admin role")
+		}
+		v, err := s.readZnode(r)
+		d.Title, d.Data = "Znode "+v.Path, v
+		return err
+	})
+	s.page("GET /audit", "audit", func(r *http.Request, d *pageData) error {
+		d.Title = "Audit log"
+		entries, err := s.audit.List(r.Context(), 200, "")
+		if err != nil {
+			return err
+		}
+		d.Data = auditRows(entries)
+		return nil
+	})
+}
+
+type auditRow struct {
+	audit.Entry
+	BeforeJSON, AfterJSON string
+}
+
+func auditRows(es []audit.Entry) []auditRow {
+	out := make([]auditRow, len(es))
+	for i, e := range es {
+		out[i] = auditRow{Entry: e, BeforeJSON: compactJSON(e.Before), AfterJSON: compactJSON(e.After)}
+	}
+	return out
+}
+
+func compactJSON(v any) string {
+	if v == nil {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
