@@ -123,12 +123,13 @@ func (a *applier) handle(ctx context.Context, seg segment) error {
 	return nil
 }
 
-// idle reports whether no target transaction is open.
-func (a *applier) idle() bool { return !a.sess.open }
+// idle reports whether no target transaction is open or committing.
+func (a *applier) idle() bool { return a.sess.idle() }
 
-// flush commits the open target transaction with the checkpoint of its
-// last complete source transaction. It must not be called while a source
-// transaction is half applied.
+// flush sends the commit of the open target transaction with the
+// checkpoint of its last complete source transaction; onCommit reports it
+// once the target has answered (see targetSession). It must not be
+// called while a source transaction is half applied.
 func (a *applier) flush(ctx context.Context) error {
 	if !a.sess.open {
 		return nil
@@ -139,14 +140,21 @@ func (a *applier) flush(ctx context.Context) error {
 	if err := a.execPending(ctx); err != nil {
 		return err
 	}
-	if err := a.sess.commit(ctx, a.openEnd); err != nil {
-		// On a lost connection the outcome is unknown; Run re-reads the
-		// checkpoint to find out.
+	pos, ts, rows, txns := a.openEnd, a.openTS, a.openRows, a.openTxns
+	// On a lost connection the outcome is unknown; Run re-reads the
+	// checkpoint to find out.
+	err := a.sess.commit(ctx, pos, func() { a.onCommit(pos, ts, rows, txns) })
+	a.openRows, a.openTxns = 0, 0
+	return err
+}
+
+// settle flushes and waits until the target has answered everything
+// sent, so that the connection is free for a statement of its own.
+func (a *applier) settle(ctx context.Context) error {
+	if err := a.flush(ctx); err != nil {
 		return err
 	}
-	a.onCommit(a.openEnd, a.openTS, a.openRows, a.openTxns)
-	a.openRows, a.openTxns = 0, 0
-	return nil
+	return a.sess.settle(ctx)
 }
 
 // abort rolls back the open transaction, if any, after a failure.
@@ -158,6 +166,12 @@ func (a *applier) abort() {
 
 func (a *applier) applyChange(ctx context.Context, c *change, seg segment) error {
 	db, table := a.filter.route(c.db, c.table)
+	if !a.meta.has(db, table) {
+		// Loading it is a query of its own on the connection.
+		if err := a.sess.settle(ctx); err != nil {
+			return err
+		}
+	}
 	m, err := a.meta.get(ctx, a.conn, db, table)
 	if err != nil {
 		if errors.Is(err, errMissingTable) {
@@ -555,7 +569,7 @@ func (a *applier) applyDDL(ctx context.Context, seg segment) error {
 	if a.partial {
 		return nonRetryable(fmt.Errorf("DDL inside the source transaction starting at %s after row changes cannot be applied atomically: %s", seg.start, clip(seg.ddl.query)))
 	}
-	if err := a.flush(ctx); err != nil {
+	if err := a.settle(ctx); err != nil {
 		return err
 	}
 	key := ddlKey(seg.start)

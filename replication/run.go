@@ -209,11 +209,18 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 			// Commit when the batch is full, or when the reader has
 			// nothing more ready: small transactions then share a commit
 			// under load, and are not held back when the source is quiet.
-			if !ap.partial && !ap.idle() && (ap.openRows >= ap.batch || len(segments) == 0) {
+			if !ap.partial && ap.sess.open && (ap.openRows >= ap.batch || len(segments) == 0) {
 				if err := ap.flush(ctx); err != nil {
 					ap.abort()
 					return err
 				}
+			}
+		case err := <-ap.sess.inFlight():
+			// A packet landed while no segment came: a commit is
+			// reported now rather than with the next segment.
+			if err := ap.sess.landed(ctx, err); err != nil {
+				ap.abort()
+				return err
 			}
 		case err := <-readErr:
 			ap.abort()

@@ -236,4 +236,10 @@ func (c *metaCache) get(ctx context.Context, q queryer, db, table string) (*tabl
 }
 
 // reset forgets every table, after DDL.
+// has reports whether the table's metadata is cached.
+func (c *metaCache) has(db, table string) bool {
+	_, ok := c.tables[[2]string{db, table}]
+	return ok
+}
+
 func (c *metaCache) reset() { c.tables = nil }
