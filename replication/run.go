@@ -148,7 +148,7 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 
 	ap := &applier{
 		log: r.log, filter: r.filter, ckpt: r.ckpt, epoch: epoch, owner: owner, batch: r.cfg.BatchRows,
-		conn: conn, ddlPending: row.ddlPending,
+		conn: conn, ddlPending: row.ddlPending, meta: metaCache{chunkRows: r.cfg.prepChunkRows},
 	}
 	ap.sess = &targetSession{conn: conn, ckpt: r.ckpt, epoch: epoch, owner: owner, where: func() Position { return ap.curStart }}
 	r.log.Info("replicating", "from", start.String(), "epoch", epoch, "owner", owner)
@@ -246,18 +246,17 @@ func (r *Replicator) apply(ctx context.Context, src *sourceFeed, ap *applier, st
 			if err := ap.handle(ctx, seg); err != nil {
 				return err
 			}
-			// Commit when the batch is full, or when the reader has
-			// nothing more ready: small transactions then share a commit
-			// under load, and are not held back when the source is quiet.
-			if !ap.partial && ap.sess.open && (ap.openRows >= ap.batch || len(src.segments) == 0) {
-				if err := ap.flush(ctx); err != nil {
-					return err
-				}
+			if err := r.maybeCommit(ctx, src, ap); err != nil {
+				return err
 			}
 		case err := <-ap.sess.inFlight():
 			// A packet landed while no segment came: a commit is
-			// reported now rather than with the next segment.
+			// reported now rather than with the next segment, and what
+			// accumulated meanwhile can go.
 			if err := ap.sess.landed(ctx, err); err != nil {
+				return err
+			}
+			if err := r.maybeCommit(ctx, src, ap); err != nil {
 				return err
 			}
 		case err := <-src.readErr:
@@ -270,6 +269,22 @@ func (r *Replicator) apply(ctx context.Context, src *sourceFeed, ap *applier, st
 			return ctx.Err()
 		}
 	}
+}
+
+// maybeCommit commits the open target transaction when the batch is
+// full, or when the reader has nothing more ready and the target nothing
+// in flight: small source transactions then share a commit while the
+// target is busy — committing sooner would not make them visible sooner,
+// the target works through its packets in order — and are not held back
+// when it is idle.
+func (r *Replicator) maybeCommit(ctx context.Context, src *sourceFeed, ap *applier) error {
+	if ap.partial || !ap.sess.open {
+		return nil
+	}
+	if ap.openRows >= ap.batch || len(src.segments) == 0 && ap.sess.inFlight() == nil {
+		return ap.flush(ctx)
+	}
+	return nil
 }
 
 // checkStrict verifies that the apply session is in strict mode, which

@@ -41,25 +41,37 @@ type targetSession struct {
 	ckpt   checkpointStore
 	epoch  int64
 	owner  string
-	open   bool     // BEGIN queued or sent
-	packet []byte   // queued statements, separated by ";\n"
-	sent   []string // packets sent in the open transaction, for diagnose
-	kept   int      // bytes in sent
-	lost   bool     // sent outgrew diagnoseLimit and was dropped
+	open   bool      // BEGIN queued or sent
+	packet []byte    // queued statements, separated by ";\n"
+	sent   []*flight // packets sent in the open transaction, for diagnose
+	kept   int       // bytes in sent
+	lost   bool      // sent outgrew diagnoseLimit and was dropped
 	where  func() Position
 	fly    *flight // the packet being executed, nil when none
 }
 
-// flight is a packet handed to the target and not yet answered.
+// flight is a packet handed to the target and not yet answered: a text
+// packet (q), or one execution of a prepared statement (text renders it
+// as SQL text for messages and diagnose).
 type flight struct {
 	done chan error // the packet's outcome; buffered, written once
 	q    string
+	text func() string
+	size int      // bytes it holds, for diagnoseLimit
 	at   Position // the source transaction it was built from
 	// For a committing packet: the earlier packets of its transaction
 	// (for diagnose), and what to call once it succeeded.
-	sent      []string
+	sent      []*flight
 	lost      bool
 	committed func()
+}
+
+// sql is the flight's statements as text.
+func (f *flight) sql() string {
+	if f.text != nil {
+		return f.text()
+	}
+	return f.q
 }
 
 const (
@@ -100,23 +112,43 @@ func (s *targetSession) send(ctx context.Context, committed func()) error {
 	if len(s.packet) == 0 {
 		return nil
 	}
+	q := string(s.packet)
+	s.packet = s.packet[:0]
+	f := &flight{q: q, size: len(q), committed: committed}
+	return s.launch(ctx, f, func() error {
+		_, err := s.conn.ExecContext(ctx, q)
+		return err
+	})
+}
+
+// execPrepared executes st with args in the open transaction, after the
+// statements queued before it; text renders it as SQL text, and size is
+// about the bytes args hold.
+func (s *targetSession) execPrepared(ctx context.Context, st *sql.Stmt, args []any, size int, text func() string) error {
+	s.begin()
+	if err := s.send(ctx, nil); err != nil {
+		return err
+	}
+	return s.launch(ctx, &flight{text: text, size: size}, func() error {
+		_, err := st.ExecContext(ctx, args...)
+		return err
+	})
+}
+
+// launch starts run, which executes f, once the flight before it has
+// succeeded.
+func (s *targetSession) launch(ctx context.Context, f *flight, run func() error) error {
 	if err := s.settle(ctx); err != nil {
 		return err
 	}
-	f := &flight{done: make(chan error, 1), q: string(s.packet), at: s.where(), committed: committed}
-	s.packet = s.packet[:0]
-	if committed != nil {
+	f.done, f.at = make(chan error, 1), s.where()
+	if f.committed != nil {
 		f.sent, f.lost = s.sent, s.lost
 		s.sent, s.kept, s.lost = nil, 0, false
 	}
 	s.fly = f
-	go func() { f.done <- s.exec(ctx, f.q) }()
+	go func() { f.done <- run() }()
 	return nil
-}
-
-func (s *targetSession) exec(ctx context.Context, q string) error {
-	_, err := s.conn.ExecContext(ctx, q)
-	return err
 }
 
 // inFlight is the channel the outcome of the packet in flight arrives
@@ -156,8 +188,8 @@ func (s *targetSession) landed(ctx context.Context, err error) error {
 		return nil
 	}
 	if !s.lost {
-		s.sent = append(s.sent, f.q)
-		s.kept += len(f.q)
+		s.sent = append(s.sent, f)
+		s.kept += f.size
 		if s.kept > diagnoseLimit {
 			s.sent, s.kept, s.lost = nil, 0, true
 		}
@@ -211,33 +243,33 @@ func (s *targetSession) rollback() {
 
 // failed turns the failed packet f, sent after the packets sent of its
 // transaction (unless lost), into the error Run acts on.
-func (s *targetSession) failed(ctx context.Context, f *flight, sent []string, lost bool, err error) error {
+func (s *targetSession) failed(ctx context.Context, f *flight, sent []*flight, lost bool, err error) error {
 	if retryable(err) {
-		return newApplyError(f.q, f.at, err)
+		return newApplyError(f.sql(), f.at, err)
 	}
 	s.open = true // the failed transaction, whatever was begun since
 	s.rollback()
 	if row, ok, rerr := s.ckpt.read(ctx, s.conn); rerr == nil && ok && row.Epoch > s.epoch {
 		return fmt.Errorf("%w: task %q: epoch %d is older than the stored epoch %d of owner %q", ErrFenced, s.ckpt.task, s.epoch, row.Epoch, row.Owner)
 	}
-	whole := newApplyError(f.q, f.at, err)
+	whole := newApplyError(f.sql(), f.at, err)
 	if lost {
 		return nonRetryable(whole)
 	}
-	return nonRetryable(s.diagnose(ctx, append(sent, f.q), whole, f.at))
+	return nonRetryable(s.diagnose(ctx, append(sent, f), whole, f.at))
 }
 
 // diagnose replays the failed transaction's packets statement by
 // statement, inside a transaction it rolls back, to find the statement
 // the target refuses; whole is the error of the packet when none does.
-func (s *targetSession) diagnose(ctx context.Context, packets []string, whole error, at Position) error {
+func (s *targetSession) diagnose(ctx context.Context, packets []*flight, whole error, at Position) error {
 	defer s.rollback()
 	if _, err := s.conn.ExecContext(ctx, "BEGIN"); err != nil {
 		return whole
 	}
 	s.open = true
 	for _, p := range packets {
-		for _, stmt := range strings.Split(p, ";\n") {
+		for _, stmt := range strings.Split(p.sql(), ";\n") {
 			if stmt == "BEGIN" || stmt == "COMMIT" {
 				continue
 			}
