@@ -278,7 +278,7 @@ func paramOf(c *column, v any) (any, error) {
 		if c.unsigned {
 			return uint64(x), nil
 		}
-		return x, nil
+		return v, nil // already boxed: no new allocation
 	case int:
 		return int64(x), nil
 	case uint8:
@@ -288,17 +288,23 @@ func paramOf(c *column, v any) (any, error) {
 	case uint32:
 		return uint64(x), nil
 	case uint64:
-		return x, nil
+		return v, nil
 	case float32:
 		return paramFloat(c, float64(x))
 	case float64:
-		return paramFloat(c, x)
+		if _, err := paramFloat(c, x); err != nil {
+			return nil, err
+		}
+		return v, nil
 	case decimal.Decimal:
 		return x.String(), nil
 	case time.Time:
 		return x.UTC().Format("2006-01-02 15:04:05.999999"), nil
 	case string:
-		return paramText(c, x)
+		if _, err := paramText(c, x); err != nil {
+			return nil, err
+		}
+		return v, nil
 	case []byte:
 		return paramText(c, string(x))
 	}
