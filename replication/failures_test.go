@@ -357,9 +357,10 @@ func TestApplyErrorsAreNonRetryable(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		setup    func(t *testing.T)
-		trigger  string
-		want     []string
-		applyErr bool
+		trigger string
+		want    []string
+		code    uint16 // the MySQL error of the ApplyError; 0: not an ApplyError
+		chunk   int    // rows of a prepared REPLACE (Config.prepChunkRows)
 	}{
 		{
 			name: "duplicate key the upsert cannot fix",
@@ -370,9 +371,24 @@ func TestApplyErrorsAreNonRetryable(t *testing.T) {
 				waitTable(t, target, db, "nk")
 				target.Exec(t, "ALTER TABLE "+db+".nk ADD UNIQUE KEY ua (a)")
 			},
-			trigger:  "INSERT INTO " + db + ".nk VALUES (1), (1)",
-			want:     []string{"INSERT INTO `rt_apperr`.`nk`", "Error 1062", "Duplicate entry"},
-			applyErr: true,
+			trigger: "INSERT INTO " + db + ".nk VALUES (1), (1)",
+			want:    []string{"INSERT INTO `rt_apperr`.`nk`", "Error 1062", "Duplicate entry"},
+			code:    1062,
+		},
+		{
+			name: "value refused inside a prepared chunk",
+			setup: func(t *testing.T) {
+				// The target's column is narrower: the second row of the
+				// 2-row prepared REPLACE is out of range, and the error
+				// names it, rendered as text.
+				source.Exec(t, "CREATE TABLE "+db+".pk (id INT PRIMARY KEY, v INT)")
+				waitTable(t, target, db, "pk")
+				target.Exec(t, "ALTER TABLE "+db+".pk MODIFY v TINYINT")
+			},
+			trigger: "INSERT INTO " + db + ".pk VALUES (1, 1), (2, 1000)",
+			want:    []string{"REPLACE INTO `rt_apperr`.`pk`", "(2,1000)", "Error 1264"},
+			code:    1264,
+			chunk:   2,
 		},
 		{
 			name: "missing table",
@@ -396,6 +412,7 @@ func TestApplyErrorsAreNonRetryable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dropDBs(t, []*testpeer.MariaDB{source, target}, db)
 			cfg := newConfig(t, source, target, db)
+			cfg.prepChunkRows = tt.chunk
 			r := openReplicator(t, cfg)
 			from := currentPosition(t, r)
 			source.Exec(t, "CREATE DATABASE "+db)
@@ -414,10 +431,10 @@ func TestApplyErrorsAreNonRetryable(t *testing.T) {
 				}
 			}
 			var ae *ApplyError
-			if tt.applyErr {
+			if tt.code != 0 {
 				var me *mysql.MySQLError
-				if !errors.As(err, &ae) || !errors.As(err, &me) || me.Number != 1062 || ae.Source != before {
-					t.Errorf("Run error %v: want an ApplyError with MySQL error 1062 at %s", err, before)
+				if !errors.As(err, &ae) || !errors.As(err, &me) || me.Number != tt.code || ae.Source != before {
+					t.Errorf("Run error %v: want an ApplyError with MySQL error %d at %s", err, tt.code, before)
 				}
 			}
 			cp, _, _ := r.TargetCheckpoint(t.Context())

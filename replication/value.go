@@ -122,13 +122,10 @@ func labelsOf(c *column, v any) (string, error) {
 }
 
 // appendText writes a value that arrived as text or bytes, by the type of
-// its column.
+// its column; paramOf has checked it.
 func appendText(b []byte, c *column, s string, where bool) ([]byte, error) {
 	switch c.dataType {
 	case "decimal", "numeric":
-		if !isNumeric(s) {
-			return b, fmt.Errorf("column %s: %q is not a decimal number", c.name, s)
-		}
 		return append(b, s...), nil
 	case "date", "datetime", "timestamp", "time", "year":
 		return appendQuotedASCII(b, s), nil
@@ -290,37 +287,33 @@ func paramOf(c *column, v any) (any, error) {
 	case uint64:
 		return v, nil
 	case float32:
-		return paramFloat(c, float64(x))
+		return float64(x), checkFloat(c, float64(x))
 	case float64:
-		if _, err := paramFloat(c, x); err != nil {
-			return nil, err
-		}
-		return v, nil
+		return v, checkFloat(c, x)
 	case decimal.Decimal:
 		return x.String(), nil
 	case time.Time:
 		return x.UTC().Format("2006-01-02 15:04:05.999999"), nil
 	case string:
-		if _, err := paramText(c, x); err != nil {
-			return nil, err
-		}
-		return v, nil
+		return v, checkText(c, x)
 	case []byte:
-		return paramText(c, string(x))
+		return string(x), checkText(c, string(x))
 	}
 	return nil, fmt.Errorf("column %s (%s): cannot write a value of type %T (partial JSON updates need binlog_row_value_options='')", c.name, c.dataType, v)
 }
 
-func paramFloat(c *column, f float64) (any, error) {
+func checkFloat(c *column, f float64) error {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return nil, fmt.Errorf("column %s: %v has no SQL literal", c.name, f)
+		return fmt.Errorf("column %s: %v has no SQL literal", c.name, f)
 	}
-	return f, nil
+	return nil
 }
 
-func paramText(c *column, s string) (any, error) {
+// checkText refuses what a DECIMAL column's value must not be: it is
+// written unquoted.
+func checkText(c *column, s string) error {
 	if (c.dataType == "decimal" || c.dataType == "numeric") && !isNumeric(s) {
-		return nil, fmt.Errorf("column %s: %q is not a decimal number", c.name, s)
+		return fmt.Errorf("column %s: %q is not a decimal number", c.name, s)
 	}
-	return s, nil
+	return nil
 }
