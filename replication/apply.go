@@ -744,6 +744,7 @@ func (a *applier) applyDDL(ctx context.Context, seg segment) error {
 	if err := a.ckpt.commit(ctx, a.conn, seg.end, a.epoch, a.owner, ""); err != nil {
 		return err
 	}
+	a.sess.base = seg.end
 	a.ddlPending = ""
 	a.onCommit(seg.end, seg.ts, 0, 1)
 	return nil

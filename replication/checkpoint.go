@@ -128,21 +128,37 @@ func (s checkpointStore) commit(ctx context.Context, tx execer, pos Position, ep
 }
 
 // commitStatement is the checkpoint UPDATE of a multi-statement commit
-// (see targetSession): a larger stored epoch makes it fail with "Column
-// 'epoch' cannot be null", so the COMMIT after it never runs.
-func (s checkpointStore) commitStatement(pos Position, epoch int64, owner string) []byte {
+// (see targetSession), moving the checkpoint from prev to pos: a larger
+// stored epoch, or a stored position other than prev, makes it fail with
+// "Column 'epoch' cannot be null", so the COMMIT after it never runs.
+//
+// The position check fences a Run against another of the same epoch —
+// in practice its own past: a packet a cancelled or disconnected Run had
+// already written is still executed by the target after the client is
+// gone, possibly after the next Run read the checkpoint. Whichever of
+// the two commits second finds the position moved and rolls back, so no
+// source transaction is applied twice.
+func (s checkpointStore) commitStatement(prev, pos Position, epoch int64, owner string) []byte {
+	// epoch is assigned first: MySQL evaluates the assignments of an
+	// UPDATE in order, and a later one sees the columns set before it.
 	b := append([]byte("UPDATE "), s.table...)
-	b = append(b, " SET binlog_file = "...)
+	b = append(b, " SET epoch = IF(epoch <= "...)
+	b = strconv.AppendInt(b, epoch, 10)
+	b = append(b, " AND binlog_file = "...)
+	b = appendQuoted(b, prev.File)
+	b = append(b, " AND binlog_pos = "...)
+	b = strconv.AppendUint(b, uint64(prev.Pos), 10)
+	b = append(b, " AND gtid = "...)
+	b = appendQuoted(b, prev.GTID)
+	b = append(b, ", "...)
+	b = strconv.AppendInt(b, epoch, 10)
+	b = append(b, ", NULL), binlog_file = "...)
 	b = appendQuoted(b, pos.File)
 	b = append(b, ", binlog_pos = "...)
 	b = strconv.AppendUint(b, uint64(pos.Pos), 10)
 	b = append(b, ", gtid = "...)
 	b = appendQuoted(b, pos.GTID)
-	b = append(b, ", epoch = IF(epoch <= "...)
-	b = strconv.AppendInt(b, epoch, 10)
-	b = append(b, ", "...)
-	b = strconv.AppendInt(b, epoch, 10)
-	b = append(b, ", NULL), owner = "...)
+	b = append(b, ", owner = "...)
 	b = appendQuoted(b, owner)
 	b = append(b, ", ddl_pending = '', updated_at = UTC_TIMESTAMP(6) WHERE task = "...)
 	return appendQuoted(b, s.task)

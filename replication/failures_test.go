@@ -355,8 +355,8 @@ func TestApplyErrorsAreNonRetryable(t *testing.T) {
 	source, target := servers(t)
 	const db = "rt_apperr"
 	for _, tt := range []struct {
-		name     string
-		setup    func(t *testing.T)
+		name    string
+		setup   func(t *testing.T)
 		trigger string
 		want    []string
 		code    uint16 // the MySQL error of the ApplyError; 0: not an ApplyError
@@ -657,4 +657,63 @@ func TestResolveStartAndGTIDStart(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCommitMovesCheckpointOnlyFromWhereItWas checks the checkpoint
+// UPDATE of a commit against a real target: it moves the position only
+// from the one the committer expects (so that of two Runs of one epoch —
+// a lost client's packet the target still executes, and the next Run —
+// the second to commit rolls back instead of applying a transaction
+// again), and only under an epoch at least the stored one.
+func TestCommitMovesCheckpointOnlyFromWhereItWas(t *testing.T) {
+	source, target := servers(t)
+	r := openReplicator(t, newConfig(t, source, target))
+	ctx := t.Context()
+	conn, err := r.target.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := r.ckpt.resetEpoch(ctx, conn); err != nil { // a previous -count run left epoch 6
+		t.Fatal(err)
+	}
+	if err := r.ckpt.claim(ctx, conn, 5, "me"); err != nil {
+		t.Fatal(err)
+	}
+	row, _, err := r.ckpt.read(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0 := row.Position
+	p1 := Position{File: "mysql-bin.000001", Pos: 400, GTID: "0-1-4"}
+	p2 := Position{File: "mysql-bin.000001", Pos: 800, GTID: "0-1-8"}
+	commit := func(prev, pos Position, epoch int64) error {
+		_, err := conn.ExecContext(ctx, string(r.ckpt.commitStatement(prev, pos, epoch, "me")))
+		return err
+	}
+	if err := commit(p0, p1, 5); err != nil {
+		t.Fatalf("commit from the stored position: %v", err)
+	}
+	for _, tt := range []struct {
+		name  string
+		prev  Position
+		epoch int64
+	}{
+		{"from a position the checkpoint has left", p0, 5},
+		{"from a position it never had", p2, 5},
+		{"under an older epoch", p1, 4},
+	} {
+		if err := commit(tt.prev, p2, tt.epoch); err == nil {
+			t.Errorf("commit %s: succeeded, want an error", tt.name)
+		}
+	}
+	if row, _, _ := r.ckpt.read(ctx, conn); row.Position != p1 {
+		t.Errorf("checkpoint at %s after refused commits, want %s", row.Position, p1)
+	}
+	if err := commit(p1, p2, 6); err != nil {
+		t.Fatalf("commit from the stored position under a newer epoch: %v", err)
+	}
+	if row, _, _ := r.ckpt.read(ctx, conn); row.Position != p2 || row.Epoch != 6 {
+		t.Errorf("checkpoint at %s epoch %d, want %s epoch 6", row.Position, row.Epoch, p2)
+	}
 }

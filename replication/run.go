@@ -150,7 +150,7 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 		log: r.log, filter: r.filter, ckpt: r.ckpt, epoch: epoch, owner: owner, batch: r.cfg.BatchRows,
 		conn: conn, ddlPending: row.ddlPending, meta: metaCache{chunkRows: r.cfg.prepChunkRows},
 	}
-	ap.sess = &targetSession{conn: conn, ckpt: r.ckpt, epoch: epoch, owner: owner, where: func() Position { return ap.curStart }}
+	ap.sess = &targetSession{conn: conn, ckpt: r.ckpt, epoch: epoch, owner: owner, base: row.Position, where: func() Position { return ap.curStart }}
 	r.log.Info("replicating", "from", start.String(), "epoch", epoch, "owner", owner)
 	err = r.apply(ctx, src, ap, st)
 	ap.abort()

@@ -48,6 +48,9 @@ type targetSession struct {
 	lost   bool      // sent outgrew diagnoseLimit and was dropped
 	where  func() Position
 	fly    *flight // the packet being executed, nil when none
+	// base is the checkpoint position the next commit moves from: the
+	// one Run claimed, then that of the last commit sent.
+	base Position
 }
 
 // flight is a packet handed to the target and not yet answered: a text
@@ -64,6 +67,7 @@ type flight struct {
 	sent      []*flight
 	lost      bool
 	committed func()
+	base      Position // the checkpoint position it moves from
 }
 
 // sql is the flight's statements as text.
@@ -202,17 +206,19 @@ func (s *targetSession) landed(ctx context.Context, err error) error {
 // transaction at once.
 func (s *targetSession) commit(ctx context.Context, pos Position, committed func()) error {
 	s.begin()
-	if err := s.queue(ctx, s.ckpt.commitStatement(pos, s.epoch, s.owner)); err != nil {
+	if err := s.queue(ctx, s.ckpt.commitStatement(s.base, pos, s.epoch, s.owner)); err != nil {
 		return err
 	}
 	if len(s.packet) > 0 {
 		s.packet = append(s.packet, ";\n"...)
 	}
 	s.packet = append(s.packet, "COMMIT"...)
+	base := s.base
 	if err := s.send(ctx, committed); err != nil {
 		return err
 	}
-	s.open = false
+	s.fly.base = base
+	s.base, s.open = pos, false
 	return nil
 }
 
@@ -249,8 +255,16 @@ func (s *targetSession) failed(ctx context.Context, f *flight, sent []*flight, l
 	}
 	s.open = true // the failed transaction, whatever was begun since
 	s.rollback()
-	if row, ok, rerr := s.ckpt.read(ctx, s.conn); rerr == nil && ok && row.Epoch > s.epoch {
-		return fmt.Errorf("%w: task %q: epoch %d is older than the stored epoch %d of owner %q", ErrFenced, s.ckpt.task, s.epoch, row.Epoch, row.Owner)
+	if row, ok, rerr := s.ckpt.read(ctx, s.conn); rerr == nil && ok {
+		switch {
+		case row.Epoch > s.epoch:
+			return fmt.Errorf("%w: task %q: epoch %d is older than the stored epoch %d of owner %q", ErrFenced, s.ckpt.task, s.epoch, row.Epoch, row.Owner)
+		case f.committed != nil && row.Position != f.base:
+			// Not wrapping err: the server's "cannot be null" would make
+			// it look permanent. Run resumes from the stored position.
+			return fmt.Errorf("the checkpoint of task %q is at %s, not at %s where this Run's commit expected it: a transaction of an earlier Run of epoch %d, whose client was gone, committed on the target meanwhile (%v); resuming from the checkpoint",
+				s.ckpt.task, row.Position, f.base, s.epoch, err)
+		}
 	}
 	whole := newApplyError(f.sql(), f.at, err)
 	if lost {
