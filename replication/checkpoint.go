@@ -144,24 +144,27 @@ func (s checkpointStore) commitStatement(prev, pos Position, epoch int64, owner 
 	b := append([]byte("UPDATE "), s.table...)
 	b = append(b, " SET epoch = IF(epoch <= "...)
 	b = strconv.AppendInt(b, epoch, 10)
-	b = append(b, " AND binlog_file = "...)
-	b = appendQuoted(b, prev.File)
-	b = append(b, " AND binlog_pos = "...)
-	b = strconv.AppendUint(b, uint64(prev.Pos), 10)
-	b = append(b, " AND gtid = "...)
-	b = appendQuoted(b, prev.GTID)
+	b = appendPosition(append(b, " AND "...), prev, " AND ")
 	b = append(b, ", "...)
 	b = strconv.AppendInt(b, epoch, 10)
-	b = append(b, ", NULL), binlog_file = "...)
-	b = appendQuoted(b, pos.File)
-	b = append(b, ", binlog_pos = "...)
-	b = strconv.AppendUint(b, uint64(pos.Pos), 10)
-	b = append(b, ", gtid = "...)
-	b = appendQuoted(b, pos.GTID)
+	b = appendPosition(append(b, ", NULL), "...), pos, ", ")
 	b = append(b, ", owner = "...)
 	b = appendQuoted(b, owner)
 	b = append(b, ", ddl_pending = '', updated_at = UTC_TIMESTAMP(6) WHERE task = "...)
 	return appendQuoted(b, s.task)
+}
+
+// appendPosition writes the checkpoint columns of p as col = value,
+// joined by sep: a condition (" AND ") or assignments (", ").
+func appendPosition(b []byte, p Position, sep string) []byte {
+	b = append(b, "binlog_file = "...)
+	b = appendQuoted(b, p.File)
+	b = append(b, sep...)
+	b = append(b, "binlog_pos = "...)
+	b = strconv.AppendUint(b, uint64(p.Pos), 10)
+	b = append(b, sep...)
+	b = append(b, "gtid = "...)
+	return appendQuoted(b, p.GTID)
 }
 
 // markDDL records pending as the DDL about to run, fenced like commit.

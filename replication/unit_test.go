@@ -14,10 +14,12 @@ import (
 	"github.com/shopspring/decimal"
 )
 
+// col is a column named c of the given type.
+func col(dataType string, unsigned bool, charset string, labels ...string) *column {
+	return &column{name: "c", dataType: dataType, unsigned: unsigned, charset: charset, labels: labels}
+}
+
 func TestAppendLiteral(t *testing.T) {
-	col := func(dataType string, unsigned bool, charset string, labels ...string) *column {
-		return &column{name: "c", dataType: dataType, unsigned: unsigned, charset: charset, labels: labels}
-	}
 	tests := []struct {
 		c     *column
 		v     any
@@ -84,9 +86,6 @@ func TestAppendLiteral(t *testing.T) {
 // statement: the number or string whose conversion by the server is the
 // literal's, and the refusals appendLiteral makes.
 func TestParamOf(t *testing.T) {
-	col := func(dataType string, unsigned bool, charset string, labels ...string) *column {
-		return &column{name: "c", dataType: dataType, unsigned: unsigned, charset: charset, labels: labels}
-	}
 	tests := []struct {
 		c    *column
 		v    any
