@@ -622,7 +622,7 @@ func (a *applier) execImages(ctx context.Context, m *tableMeta, imgs [][]any) er
 // prepared returns m's prepared REPLACE of m.prepRows rows, preparing
 // it on the target the first time.
 func (a *applier) prepared(ctx context.Context, m *tableMeta) (*sql.Stmt, error) {
-	if m.prep != nil || a.meta.prepared >= maxPrepared {
+	if m.prep != nil || a.meta.prepared >= maxPrepared || a.meta.noPrepare {
 		return m.prep, nil
 	}
 	// Preparing is a round trip of its own on the connection.
@@ -644,6 +644,13 @@ func (a *applier) prepared(ctx context.Context, m *tableMeta) (*sql.Stmt, error)
 		q = append(q, ')')
 	}
 	st, err := a.conn.PrepareContext(ctx, string(q))
+	if _, _, isServer := serverErrorCode(err); isServer && !retryable(err) {
+		// The target refuses prepared statements (max_prepared_stmt_count
+		// reached or 0, a proxy without them): text does the same.
+		a.log.Warn("target refuses prepared statements; writing rows as text", "table", m.name, "error", err)
+		a.meta.noPrepare = true
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("prepare the multi-row REPLACE of %s on the target: %w", m.name, err)
 	}

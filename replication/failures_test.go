@@ -717,3 +717,32 @@ func TestCommitMovesCheckpointOnlyFromWhereItWas(t *testing.T) {
 		t.Errorf("checkpoint at %s epoch %d, want %s epoch 6", row.Position, row.Epoch, p2)
 	}
 }
+
+// TestPreparedStatementsRefusedFallBackToText: a target that refuses
+// prepared statements (max_prepared_stmt_count = 0) still gets every row,
+// written as text.
+func TestPreparedStatementsRefusedFallBackToText(t *testing.T) {
+	source, target := servers(t)
+	const db = "rt_noprep"
+	dropDBs(t, []*testpeer.MariaDB{source, target}, db)
+	var limit int
+	if err := target.DB(t).QueryRow("SELECT @@GLOBAL.max_prepared_stmt_count").Scan(&limit); err != nil {
+		t.Fatal(err)
+	}
+	target.Exec(t, "SET GLOBAL max_prepared_stmt_count = 0")
+	t.Cleanup(func() { target.Exec(t, fmt.Sprintf("SET GLOBAL max_prepared_stmt_count = %d", limit)) })
+
+	cfg := newConfig(t, source, target, db)
+	cfg.prepChunkRows = 2
+	r := openReplicator(t, cfg)
+	from := currentPosition(t, r)
+	source.Exec(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v VARCHAR(10))",
+		"INSERT INTO "+db+".t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')",
+		"UPDATE "+db+".t SET v = 'z' WHERE id > 2")
+	rn := startRun(t, r, from, 1, "test")
+	waitCaughtUp(t, r, source, rn)
+	if err := rn.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	assertSameData(t, source, target, db, db)
+}

@@ -245,8 +245,9 @@ type queryer interface {
 // metaCache memoises tableMeta by target table; it belongs to the applier.
 type metaCache struct {
 	tables    map[[2]string]*tableMeta
-	prepared  int // tables with a prepared statement
-	chunkRows int // tableMeta.prepRows at most; 0: prepChunkRows
+	prepared  int  // tables with a prepared statement
+	noPrepare bool // the target refused to prepare one: text only
+	chunkRows int  // tableMeta.prepRows at most; 0: prepChunkRows
 }
 
 func (c *metaCache) get(ctx context.Context, q queryer, db, table string) (*tableMeta, error) {
