@@ -78,12 +78,16 @@ type stmtSlot struct {
 	op   stmtOp
 }
 
-// stmtBuilder accumulates one multi-row statement.
+// stmtBuilder accumulates one multi-row statement: as text in buf, or,
+// for a REPLACE on a table with a prepared statement, as row images in
+// imgs.
 type stmtBuilder struct {
-	op   stmtOp
-	meta *tableMeta
-	buf  []byte
-	rows int
+	op    stmtOp
+	meta  *tableMeta
+	buf   []byte
+	imgs  [][]any
+	bytes int // about the bytes of imgs' strings
+	rows  int
 	// keys holds the identifying keys of the rows of a table with exact
 	// keys (tableMeta.exactKey), so that a row of the same key in the
 	// table's other statement can be ordered after it.
@@ -123,12 +127,13 @@ func (a *applier) handle(ctx context.Context, seg segment) error {
 	return nil
 }
 
-// idle reports whether no target transaction is open.
-func (a *applier) idle() bool { return !a.sess.open }
+// idle reports whether no target transaction is open or committing.
+func (a *applier) idle() bool { return a.sess.idle() }
 
-// flush commits the open target transaction with the checkpoint of its
-// last complete source transaction. It must not be called while a source
-// transaction is half applied.
+// flush sends the commit of the open target transaction with the
+// checkpoint of its last complete source transaction; onCommit reports it
+// once the target has answered (see targetSession). It must not be
+// called while a source transaction is half applied.
 func (a *applier) flush(ctx context.Context) error {
 	if !a.sess.open {
 		return nil
@@ -139,25 +144,40 @@ func (a *applier) flush(ctx context.Context) error {
 	if err := a.execPending(ctx); err != nil {
 		return err
 	}
-	if err := a.sess.commit(ctx, a.openEnd); err != nil {
-		// On a lost connection the outcome is unknown; Run re-reads the
-		// checkpoint to find out.
-		return err
-	}
-	a.onCommit(a.openEnd, a.openTS, a.openRows, a.openTxns)
+	pos, ts, rows, txns := a.openEnd, a.openTS, a.openRows, a.openTxns
+	// On a lost connection the outcome is unknown; Run re-reads the
+	// checkpoint to find out.
+	err := a.sess.commit(ctx, pos, func() { a.onCommit(pos, ts, rows, txns) })
 	a.openRows, a.openTxns = 0, 0
-	return nil
+	return err
 }
 
-// abort rolls back the open transaction, if any, after a failure.
+// settle flushes and waits until the target has answered everything
+// sent, so that the connection is free for a statement of its own.
+func (a *applier) settle(ctx context.Context) error {
+	if err := a.flush(ctx); err != nil {
+		return err
+	}
+	return a.sess.settle(ctx)
+}
+
+// abort rolls back the open transaction, if any, after a failure or
+// when the apply session ends, and closes its prepared statements.
 func (a *applier) abort() {
 	a.sess.rollback()
+	a.meta.reset()
 	a.pend = pendingStmts{}
 	a.openRows, a.openTxns, a.partial = 0, 0, false
 }
 
 func (a *applier) applyChange(ctx context.Context, c *change, seg segment) error {
 	db, table := a.filter.route(c.db, c.table)
+	if !a.meta.has(db, table) {
+		// Loading it is a query of its own on the connection.
+		if err := a.sess.settle(ctx); err != nil {
+			return err
+		}
+	}
 	m, err := a.meta.get(ctx, a.conn, db, table)
 	if err != nil {
 		if errors.Is(err, errMissingTable) {
@@ -261,34 +281,73 @@ func (a *applier) addRow(ctx context.Context, m *tableMeta, row []any) error {
 	if err != nil {
 		return err
 	}
-	if s.rows == 0 {
-		if op == opReplace {
-			s.buf = append(s.buf, "REPLACE INTO "...)
-		} else {
-			s.buf = append(s.buf, "INSERT INTO "...)
+	if op == opReplace && m.prepRows > 0 {
+		s.imgs = append(s.imgs, row)
+		s.rows++
+		s.bytes += rowBytes(row)
+		if len(s.imgs) == m.prepRows || s.bytes >= maxStatementBytes {
+			return a.execStmt(ctx, s)
 		}
-		s.buf = append(s.buf, m.name...)
-		s.buf = append(s.buf, " ("...)
-		for i, c := range m.written {
-			if i > 0 {
-				s.buf = append(s.buf, ',')
-			}
-			s.buf = append(s.buf, quoteIdent(m.cols[c].name)...)
-		}
-		s.buf = append(s.buf, ") VALUES ("...)
-	} else {
-		s.buf = append(s.buf, ",("...)
+		return nil
 	}
+	if s.buf, err = appendRowValues(s.buf, op, m, s.rows == 0, row); err != nil {
+		return a.valueError(m, err)
+	}
+	return a.rowAdded(ctx, s)
+}
+
+// rowBytes is about the bytes the strings of row hold: what can make a
+// row large.
+func rowBytes(row []any) int {
+	n := 0
+	for _, v := range row {
+		switch x := v.(type) {
+		case string:
+			n += len(x)
+		case []byte:
+			n += len(x)
+		}
+	}
+	return n
+}
+
+// appendRowValues appends row to a REPLACE or INSERT statement: the
+// statement's head and its first tuple when first, else a further tuple.
+func appendRowValues(b []byte, op stmtOp, m *tableMeta, first bool, row []any) ([]byte, error) {
+	if first {
+		b = appendInsertHead(b, op, m)
+	} else {
+		b = append(b, ',')
+	}
+	b = append(b, '(')
+	var err error
 	for i, c := range m.written {
 		if i > 0 {
-			s.buf = append(s.buf, ',')
+			b = append(b, ',')
 		}
-		if s.buf, err = appendLiteral(s.buf, &m.cols[c], row[c], false); err != nil {
-			return a.valueError(m, err)
+		if b, err = appendLiteral(b, &m.cols[c], row[c], false); err != nil {
+			return b, err
 		}
 	}
-	s.buf = append(s.buf, ')')
-	return a.rowAdded(ctx, s)
+	return append(b, ')'), nil
+}
+
+// appendInsertHead appends "REPLACE INTO t (c1,…) VALUES " (or INSERT).
+func appendInsertHead(b []byte, op stmtOp, m *tableMeta) []byte {
+	if op == opReplace {
+		b = append(b, "REPLACE INTO "...)
+	} else {
+		b = append(b, "INSERT INTO "...)
+	}
+	b = append(b, m.name...)
+	b = append(b, " ("...)
+	for i, c := range m.written {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, quoteIdent(m.cols[c].name)...)
+	}
+	return append(b, ") VALUES "...)
 }
 
 // deleteRow adds a row's key to a DELETE (keyed table), or deletes one
@@ -488,18 +547,116 @@ func (a *applier) execTable(ctx context.Context, m *tableMeta) error {
 // execStmt queues the pending statement s and retires it.
 func (a *applier) execStmt(ctx context.Context, s *stmtBuilder) error {
 	p := &a.pend
-	if s.op == opDelete && len(s.meta.key) == 1 {
+	var err error
+	switch {
+	case len(s.imgs) > 0:
+		err = a.execImages(ctx, s.meta, s.imgs)
+		s.imgs = nil // the flight holds them, for diagnose
+	case s.op == opDelete && len(s.meta.key) == 1:
 		s.buf = append(s.buf, ')')
+		fallthrough
+	default:
+		err = a.exec(ctx, s.buf)
 	}
-	err := a.exec(ctx, s.buf)
 	delete(p.by, stmtSlot{s.meta, s.op})
 	if i := slices.Index(p.order, s); i >= 0 {
 		p.order = slices.Delete(p.order, i, i+1)
 	}
-	s.buf, s.rows, s.op, s.meta = s.buf[:0], 0, opNone, nil
+	s.buf, s.rows, s.bytes, s.op, s.meta = s.buf[:0], 0, 0, opNone, nil
 	clear(s.keys)
 	p.free = append(p.free, s)
 	return err
+}
+
+// execImages writes the rows imgs of table m with REPLACE: a full chunk
+// through the table's prepared statement, fewer rows as text.
+func (a *applier) execImages(ctx context.Context, m *tableMeta, imgs [][]any) error {
+	text := func() (string, error) {
+		var b []byte
+		var err error
+		for i, row := range imgs {
+			if b, err = appendRowValues(b, opReplace, m, i == 0, row); err != nil {
+				return "", err
+			}
+		}
+		return string(b), nil
+	}
+	var st *sql.Stmt
+	if len(imgs) == m.prepRows {
+		var err error
+		if st, err = a.prepared(ctx, m); err != nil {
+			return err
+		}
+	}
+	if st == nil {
+		q, err := text()
+		if err != nil {
+			return a.valueError(m, err)
+		}
+		return a.exec(ctx, []byte(q))
+	}
+	args := make([]any, 0, len(imgs)*len(m.written))
+	size := 0
+	for _, row := range imgs {
+		for _, c := range m.written {
+			v, err := paramOf(&m.cols[c], row[c])
+			if err != nil {
+				return a.valueError(m, err)
+			}
+			if s, ok := v.(string); ok {
+				size += len(s)
+			}
+			args = append(args, v)
+		}
+	}
+	size += 8 * len(args)
+	return a.sess.execPrepared(ctx, st, args, size, func() string {
+		q, err := text()
+		if err != nil {
+			return fmt.Sprintf("REPLACE INTO %s … (%d rows; %v)", m.name, len(imgs), err)
+		}
+		return q
+	})
+}
+
+// prepared returns m's prepared REPLACE of m.prepRows rows, preparing
+// it on the target the first time.
+func (a *applier) prepared(ctx context.Context, m *tableMeta) (*sql.Stmt, error) {
+	if m.prep != nil || a.meta.prepared >= maxPrepared || a.meta.noPrepare {
+		return m.prep, nil
+	}
+	// Preparing is a round trip of its own on the connection.
+	if err := a.sess.settle(ctx); err != nil {
+		return nil, err
+	}
+	q := appendInsertHead(nil, opReplace, m)
+	for i := range m.prepRows {
+		if i > 0 {
+			q = append(q, ',')
+		}
+		q = append(q, '(')
+		for j := range m.written {
+			if j > 0 {
+				q = append(q, ',')
+			}
+			q = append(q, '?')
+		}
+		q = append(q, ')')
+	}
+	st, err := a.conn.PrepareContext(ctx, string(q))
+	if _, _, isServer := serverErrorCode(err); isServer && !retryable(err) {
+		// The target refuses prepared statements (max_prepared_stmt_count
+		// reached or 0, a proxy without them): text does the same.
+		a.log.Warn("target refuses prepared statements; writing rows as text", "table", m.name, "error", err)
+		a.meta.noPrepare = true
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("prepare the multi-row REPLACE of %s on the target: %w", m.name, err)
+	}
+	m.prep = st
+	a.meta.prepared++
+	return st, nil
 }
 
 // exec queues one statement in the open transaction.
@@ -555,7 +712,7 @@ func (a *applier) applyDDL(ctx context.Context, seg segment) error {
 	if a.partial {
 		return nonRetryable(fmt.Errorf("DDL inside the source transaction starting at %s after row changes cannot be applied atomically: %s", seg.start, clip(seg.ddl.query)))
 	}
-	if err := a.flush(ctx); err != nil {
+	if err := a.settle(ctx); err != nil {
 		return err
 	}
 	key := ddlKey(seg.start)
@@ -594,6 +751,7 @@ func (a *applier) applyDDL(ctx context.Context, seg segment) error {
 	if err := a.ckpt.commit(ctx, a.conn, seg.end, a.epoch, a.owner, ""); err != nil {
 		return err
 	}
+	a.sess.base = seg.end
 	a.ddlPending = ""
 	a.onCommit(seg.end, seg.ts, 0, 1)
 	return nil

@@ -128,24 +128,43 @@ func (s checkpointStore) commit(ctx context.Context, tx execer, pos Position, ep
 }
 
 // commitStatement is the checkpoint UPDATE of a multi-statement commit
-// (see targetSession): a larger stored epoch makes it fail with "Column
-// 'epoch' cannot be null", so the COMMIT after it never runs.
-func (s checkpointStore) commitStatement(pos Position, epoch int64, owner string) []byte {
+// (see targetSession), moving the checkpoint from prev to pos: a larger
+// stored epoch, or a stored position other than prev, makes it fail with
+// "Column 'epoch' cannot be null", so the COMMIT after it never runs.
+//
+// The position check fences a Run against another of the same epoch —
+// in practice its own past: a packet a cancelled or disconnected Run had
+// already written is still executed by the target after the client is
+// gone, possibly after the next Run read the checkpoint. Whichever of
+// the two commits second finds the position moved and rolls back, so no
+// source transaction is applied twice.
+func (s checkpointStore) commitStatement(prev, pos Position, epoch int64, owner string) []byte {
+	// epoch is assigned first: MySQL evaluates the assignments of an
+	// UPDATE in order, and a later one sees the columns set before it.
 	b := append([]byte("UPDATE "), s.table...)
-	b = append(b, " SET binlog_file = "...)
-	b = appendQuoted(b, pos.File)
-	b = append(b, ", binlog_pos = "...)
-	b = strconv.AppendUint(b, uint64(pos.Pos), 10)
-	b = append(b, ", gtid = "...)
-	b = appendQuoted(b, pos.GTID)
-	b = append(b, ", epoch = IF(epoch <= "...)
+	b = append(b, " SET epoch = IF(epoch <= "...)
 	b = strconv.AppendInt(b, epoch, 10)
+	b = appendPosition(append(b, " AND "...), prev, " AND ")
 	b = append(b, ", "...)
 	b = strconv.AppendInt(b, epoch, 10)
-	b = append(b, ", NULL), owner = "...)
+	b = appendPosition(append(b, ", NULL), "...), pos, ", ")
+	b = append(b, ", owner = "...)
 	b = appendQuoted(b, owner)
 	b = append(b, ", ddl_pending = '', updated_at = UTC_TIMESTAMP(6) WHERE task = "...)
 	return appendQuoted(b, s.task)
+}
+
+// appendPosition writes the checkpoint columns of p as col = value,
+// joined by sep: a condition (" AND ") or assignments (", ").
+func appendPosition(b []byte, p Position, sep string) []byte {
+	b = append(b, "binlog_file = "...)
+	b = appendQuoted(b, p.File)
+	b = append(b, sep...)
+	b = append(b, "binlog_pos = "...)
+	b = strconv.AppendUint(b, uint64(p.Pos), 10)
+	b = append(b, sep...)
+	b = append(b, "gtid = "...)
+	return appendQuoted(b, p.GTID)
 }
 
 // markDDL records pending as the DDL about to run, fenced like commit.

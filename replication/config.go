@@ -99,6 +99,9 @@ type Config struct {
 	// at once: a larger one is streamed to the target in pieces, still
 	// inside one target transaction.
 	MaxTxnRows int
+	// prepChunkRows overrides the rows of a prepared REPLACE
+	// (prepChunkRows), for tests that want every path taken often.
+	prepChunkRows int
 	// HeartbeatPeriod is how often an idle source sends a heartbeat; a
 	// source silent for several periods counts as lost.
 	HeartbeatPeriod time.Duration

@@ -22,10 +22,18 @@
 //   - the task's checkpoint row (source position, GTID state, epoch,
 //     owner, time) is updated by the last statement of every target
 //     transaction, and the whole transaction — BEGIN, rows, checkpoint,
-//     COMMIT — usually travels in one multi-statement packet.
+//     COMMIT — travels in as few multi-statement packets as it fits,
+//     except that full 100-row chunks of a table's REPLACE go through a
+//     prepared statement (binary protocol: the target parses no values)
+//     when its character columns are all utf8mb4 or binary.
+//
+// One packet or prepared execution is in flight at a time, on a goroutine
+// of its own, while the applier builds the next; a commit counts once the
+// target has answered it.
 //
 // Small source transactions share a target transaction (up to
-// Config.BatchRows rows) while the reader has more ready; a source
+// Config.BatchRows rows) while the reader has more ready or the target
+// is still busy with the previous packet; a source
 // transaction is never split between target transactions, and one larger
 // than Config.MaxTxnRows is streamed into a single target transaction.
 // BatchRows 1 commits every source transaction on its own, for readers
@@ -59,7 +67,9 @@
 // one cannot commit another row. The check is an UPDATE that sets epoch to
 // NULL (an error in the strict sessions the applier uses) when the stored
 // epoch is larger, so the COMMIT queued after it in the same packet never
-// runs.
+// runs. The same UPDATE moves the checkpoint only from the position its
+// Run expects, which fences a Run against an earlier one of the same
+// epoch whose last packet the target executed after its client was gone.
 //
 // DDL commits by itself, so it cannot share a transaction with the
 // checkpoint. It goes in three fenced steps: mark the row "DDL of the
@@ -69,7 +79,8 @@
 //
 // # Types
 //
-// Values are written as SQL literals that store what the source stored:
+// Values are written as SQL literals, or sent as the parameters those
+// literals stand for (paramOf), that store what the source stored:
 // unsigned integers reinterpreted at their column's width, DECIMAL as exact
 // text, FLOAT and DOUBLE as shortest round-trip decimals, temporal values
 // as text with every session in UTC (TIMESTAMP included), strings with
@@ -103,8 +114,10 @@
 // A Replicator's methods may be called from several goroutines, but only
 // one Run may be active at a time. Run owns two goroutines — the reader and
 // go-mysql's socket reader — and stops and waits for both before it
-// returns. There is no lock ordering: the reader and the applier share
-// only a channel and two atomics.
+// returns; the applier owns the goroutine of the packet in flight and
+// waits for it before it uses the connection otherwise or returns. There
+// is no lock ordering: the reader and the applier share only a channel
+// and two atomics, the applier and its packet goroutine a channel.
 //
 // This package must not import the coordination client; fencing against
 // other owners is done in the target database, where the data is.

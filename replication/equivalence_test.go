@@ -24,10 +24,14 @@ func TestApplyPathsEquivalent(t *testing.T) {
 	modes := []struct {
 		name                 string
 		batchRows, maxTxnRow int
+		chunkRows            int // rows of a prepared REPLACE; 0: the default
 	}{
-		{"txn", 1, DefaultMaxTxnRows},
-		{"batch", DefaultBatchRows, DefaultMaxTxnRows},
-		{"stream", 300, 5},
+		{"txn", 1, DefaultMaxTxnRows, 0},
+		{"batch", DefaultBatchRows, DefaultMaxTxnRows, 0},
+		{"stream", 300, 5, 0},
+		// Most REPLACEs through prepared statements of 3 rows, the rest
+		// as text; the statements re-prepared after every DDL.
+		{"prepared", DefaultBatchRows, DefaultMaxTxnRows, 3},
 	}
 	dbs := []string{"rt_eq"}
 	for _, m := range modes {
@@ -44,7 +48,7 @@ func TestApplyPathsEquivalent(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			cfg := newConfig(t, source, target, "rt_eq")
 			cfg.Routes = []Route{{FromDB: "rt_eq", ToDB: "rt_eq_" + m.name}}
-			cfg.BatchRows, cfg.MaxTxnRows = m.batchRows, m.maxTxnRow
+			cfg.BatchRows, cfg.MaxTxnRows, cfg.prepChunkRows = m.batchRows, m.maxTxnRow, m.chunkRows
 			r := openReplicator(t, cfg)
 			rn := startRun(t, r, from, 1, "test")
 			waitCaughtUp(t, r, source, rn)
@@ -57,6 +61,8 @@ func TestApplyPathsEquivalent(t *testing.T) {
 }
 
 // equivalenceTables: a (integer key, a unique secondary key, most types),
+// b (a without its latin1 column: the table whose rows can go through a
+// prepared statement),
 // c (composite key with a case-insensitive string), d (composite key of a
 // decimal and a datetime), n (no key), q (a unique NOT NULL key, no
 // primary key).
@@ -64,6 +70,9 @@ var equivalenceTables = []string{
 	`CREATE TABLE rt_eq.a (id INT PRIMARY KEY, u INT NULL, ti TINYINT UNSIGNED, bi BIGINT, dc DECIMAL(20,6), f FLOAT, d DOUBLE,
 		dt DATETIME(6), ts TIMESTAMP(3) NULL DEFAULT NULL, da DATE, tm TIME, y YEAR, vc VARCHAR(40), bl BLOB, j JSON,
 		e ENUM('x','y','z'), s SET('p','q'), bt BIT(8), l1 VARCHAR(20) CHARACTER SET latin1, UNIQUE KEY (u))`,
+	`CREATE TABLE rt_eq.b (id INT PRIMARY KEY, u INT NULL, ti TINYINT UNSIGNED, bi BIGINT, dc DECIMAL(20,6), f FLOAT, d DOUBLE,
+		dt DATETIME(6), ts TIMESTAMP(3) NULL DEFAULT NULL, da DATE, tm TIME, y YEAR, vc VARCHAR(40), bl BLOB, j JSON,
+		e ENUM('x','y','z'), s SET('p','q'), bt BIT(8), UNIQUE KEY (u))`,
 	`CREATE TABLE rt_eq.c (g INT NOT NULL, k VARCHAR(8) COLLATE utf8mb4_general_ci NOT NULL, v INT, PRIMARY KEY (g, k))`,
 	`CREATE TABLE rt_eq.d (dk DECIMAL(10,2) NOT NULL, dt DATETIME NOT NULL, v VARCHAR(10), PRIMARY KEY (dk, dt))`,
 	`CREATE TABLE rt_eq.n (x INT, y VARCHAR(10), z DOUBLE)`,
@@ -113,10 +122,11 @@ func (g *eqGen) orNull(v string) string {
 	return v
 }
 
-// aValues is a row of a for id.
-func (g *eqGen) aValues(id int) string {
+// aValues is a row of table a for id, or of b, which lacks a's last
+// column.
+func (g *eqGen) aValues(table string, id int) string {
 	r := g.r
-	return fmt.Sprintf("(%d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", id,
+	v := fmt.Sprintf("(%d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", id,
 		g.orNull(fmt.Sprint(r.IntN(300))), g.orNull(fmt.Sprint(r.IntN(256))), g.orNull(fmt.Sprint(r.Int64()-r.Int64())),
 		g.orNull(fmt.Sprintf("%d.%06d", r.IntN(2e9)-1e9, r.IntN(1e6))), g.orNull(fmt.Sprint(float32(r.NormFloat64()))),
 		g.orNull(fmt.Sprint(r.NormFloat64()*1e10)), g.orNull(fmt.Sprintf("'20%02d-%02d-%02d %02d:%02d:%02d.%06d'", r.IntN(99), 1+r.IntN(12), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), r.IntN(1e6))),
@@ -127,9 +137,19 @@ func (g *eqGen) aValues(id int) string {
 		g.orNull(g.pick("X'00FF275C'", "X''", "'bytes'")), g.orNull(g.pick(`'{"k": [1, "v"]}'`, "'[]'", `'"s"'`)),
 		g.orNull(g.pick("'x'", "'y'", "'z'")), g.orNull(g.pick("''", "'p'", "'p,q'")), g.orNull(fmt.Sprintf("b'%b'", r.IntN(256))),
 		g.orNull(g.pick("_latin1 X'636166E9'", "'abc'")))
+	if table == "b" {
+		v = v[:strings.LastIndex(v, ", ")] + ")"
+	}
+	return v
 }
 
-const aColumns = "(id, u, ti, bi, dc, f, d, dt, ts, da, tm, y, vc, bl, j, e, s, bt, l1)"
+// columnsOf is the column list of table a or b.
+func columnsOf(table string) string {
+	if table == "b" {
+		return "(id, u, ti, bi, dc, f, d, dt, ts, da, tm, y, vc, bl, j, e, s, bt)"
+	}
+	return "(id, u, ti, bi, dc, f, d, dt, ts, da, tm, y, vc, bl, j, e, s, bt, l1)"
+}
 
 // statement is one random DML statement, or a few that belong together.
 func (g *eqGen) statement() []string {
@@ -151,27 +171,28 @@ func (g *eqGen) caseChange(grp int) string {
 func (g *eqGen) dml() string {
 	r := g.r
 	id := 1 + r.IntN(200)
+	t := g.pick("a", "b")
 	switch r.IntN(20) {
 	case 0, 1, 2:
 		var rows []string
 		for i := range 1 + r.IntN(4) {
-			rows = append(rows, g.aValues(id+i*7))
+			rows = append(rows, g.aValues(t, id+i*7))
 		}
-		return "INSERT IGNORE INTO rt_eq.a " + aColumns + " VALUES " + strings.Join(rows, ",")
+		return "INSERT IGNORE INTO rt_eq." + t + " " + columnsOf(t) + " VALUES " + strings.Join(rows, ",")
 	case 3:
-		return "INSERT INTO rt_eq.a " + aColumns + " VALUES " + g.aValues(id) + " ON DUPLICATE KEY UPDATE vc = VALUES(vc), u = VALUES(u), f = NULL"
+		return "INSERT INTO rt_eq." + t + " " + columnsOf(t) + " VALUES " + g.aValues(t, id) + " ON DUPLICATE KEY UPDATE vc = VALUES(vc), u = VALUES(u), f = NULL"
 	case 4:
-		return "REPLACE INTO rt_eq.a " + aColumns + " VALUES " + g.aValues(id)
+		return "REPLACE INTO rt_eq." + t + " " + columnsOf(t) + " VALUES " + g.aValues(t, id)
 	case 5, 6:
-		return fmt.Sprintf("UPDATE IGNORE rt_eq.a SET vc = %s, d = %s, u = %s WHERE id BETWEEN %d AND %d",
-			g.orNull("'upd'"), g.orNull(fmt.Sprint(r.Float64())), g.orNull(fmt.Sprint(r.IntN(300))), id, id+3)
+		return fmt.Sprintf("UPDATE IGNORE rt_eq.%s SET vc = %s, d = %s, u = %s WHERE id BETWEEN %d AND %d",
+			t, g.orNull("'upd'"), g.orNull(fmt.Sprint(r.Float64())), g.orNull(fmt.Sprint(r.IntN(300))), id, id+3)
 	case 7:
 		// Keys moved in one statement: onto keys the same statement frees.
-		return fmt.Sprintf("UPDATE IGNORE rt_eq.a SET id = id + %d WHERE id BETWEEN %d AND %d ORDER BY id DESC", 1+r.IntN(3), id, id+6)
+		return fmt.Sprintf("UPDATE IGNORE rt_eq.%s SET id = id + %d WHERE id BETWEEN %d AND %d ORDER BY id DESC", t, 1+r.IntN(3), id, id+6)
 	case 8:
-		return fmt.Sprintf("UPDATE IGNORE rt_eq.a SET id = id - 1 WHERE id BETWEEN %d AND %d ORDER BY id", id, id+6)
+		return fmt.Sprintf("UPDATE IGNORE rt_eq.%s SET id = id - 1 WHERE id BETWEEN %d AND %d ORDER BY id", t, id, id+6)
 	case 9:
-		return fmt.Sprintf("DELETE FROM rt_eq.a WHERE id BETWEEN %d AND %d", id, id+2)
+		return fmt.Sprintf("DELETE FROM rt_eq.%s WHERE id BETWEEN %d AND %d", t, id, id+2)
 	case 10:
 		// Groups 20-24 are never deleted from: a row lost there stays lost.
 		return fmt.Sprintf("INSERT IGNORE INTO rt_eq.c VALUES (%d, %s, %s), (%d, %s, 1)", []int{0, 20}[r.IntN(2)]+r.IntN(10), g.pick("'a'", "'A'", "'b '", "'B'", "'é'", "'E'"), g.orNull(fmt.Sprint(r.IntN(9))),
@@ -209,11 +230,12 @@ func (g *eqGen) ddl(step int) []string {
 		col := fmt.Sprintf("x%d", step)
 		g.extra = append(g.extra, col)
 		return []string{fmt.Sprintf("ALTER TABLE rt_eq.a ADD COLUMN %s VARCHAR(8) DEFAULT 'dflt%d' AFTER u", col, step),
+			fmt.Sprintf("ALTER TABLE rt_eq.b ADD COLUMN %s VARCHAR(8) DEFAULT 'dflt%d' AFTER u", col, step),
 			"ALTER TABLE rt_eq.n ADD COLUMN w" + fmt.Sprint(step) + " INT NULL"}
 	}
 	stmts := []string{"CREATE INDEX i" + fmt.Sprint(step) + " ON rt_eq.d (v)", "TRUNCATE rt_eq.q"}
 	if len(g.extra) > 0 {
-		stmts = append(stmts, "ALTER TABLE rt_eq.a DROP COLUMN "+g.extra[0])
+		stmts = append(stmts, "ALTER TABLE rt_eq.a DROP COLUMN "+g.extra[0], "ALTER TABLE rt_eq.b DROP COLUMN "+g.extra[0])
 		g.extra = g.extra[1:]
 	}
 	return stmts

@@ -356,11 +356,12 @@ func TestApplyErrorsAreNonRetryable(t *testing.T) {
 	source, target := servers(t)
 	const db = "rt_apperr"
 	for _, tt := range []struct {
-		name     string
-		setup    func(t *testing.T)
-		trigger  string
-		want     []string
-		applyErr bool
+		name    string
+		setup   func(t *testing.T)
+		trigger string
+		want    []string
+		code    uint16 // the MySQL error of the ApplyError; 0: not an ApplyError
+		chunk   int    // rows of a prepared REPLACE (Config.prepChunkRows)
 	}{
 		{
 			name: "duplicate key the upsert cannot fix",
@@ -371,9 +372,24 @@ func TestApplyErrorsAreNonRetryable(t *testing.T) {
 				waitTable(t, target, db, "nk")
 				target.Exec(t, "ALTER TABLE "+db+".nk ADD UNIQUE KEY ua (a)")
 			},
-			trigger:  "INSERT INTO " + db + ".nk VALUES (1), (1)",
-			want:     []string{"INSERT INTO `rt_apperr`.`nk`", "Error 1062", "Duplicate entry"},
-			applyErr: true,
+			trigger: "INSERT INTO " + db + ".nk VALUES (1), (1)",
+			want:    []string{"INSERT INTO `rt_apperr`.`nk`", "Error 1062", "Duplicate entry"},
+			code:    1062,
+		},
+		{
+			name: "value refused inside a prepared chunk",
+			setup: func(t *testing.T) {
+				// The target's column is narrower: the second row of the
+				// 2-row prepared REPLACE is out of range, and the error
+				// names it, rendered as text.
+				source.Exec(t, "CREATE TABLE "+db+".pk (id INT PRIMARY KEY, v INT)")
+				waitTable(t, target, db, "pk")
+				target.Exec(t, "ALTER TABLE "+db+".pk MODIFY v TINYINT")
+			},
+			trigger: "INSERT INTO " + db + ".pk VALUES (1, 1), (2, 1000)",
+			want:    []string{"REPLACE INTO `rt_apperr`.`pk`", "(2,1000)", "Error 1264"},
+			code:    1264,
+			chunk:   2,
 		},
 		{
 			name: "missing table",
@@ -397,6 +413,7 @@ func TestApplyErrorsAreNonRetryable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dropDBs(t, []*testpeer.MariaDB{source, target}, db)
 			cfg := newConfig(t, source, target, db)
+			cfg.prepChunkRows = tt.chunk
 			r := openReplicator(t, cfg)
 			from := currentPosition(t, r)
 			source.Exec(t, "CREATE DATABASE "+db)
@@ -415,10 +432,10 @@ func TestApplyErrorsAreNonRetryable(t *testing.T) {
 				}
 			}
 			var ae *ApplyError
-			if tt.applyErr {
+			if tt.code != 0 {
 				var me *mysql.MySQLError
-				if !errors.As(err, &ae) || !errors.As(err, &me) || me.Number != 1062 || ae.Source != before {
-					t.Errorf("Run error %v: want an ApplyError with MySQL error 1062 at %s", err, before)
+				if !errors.As(err, &ae) || !errors.As(err, &me) || me.Number != tt.code || ae.Source != before {
+					t.Errorf("Run error %v: want an ApplyError with MySQL error %d at %s", err, tt.code, before)
 				}
 			}
 			cp, _, _ := r.TargetCheckpoint(t.Context())
@@ -641,4 +658,92 @@ func TestResolveStartAndGTIDStart(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCommitMovesCheckpointOnlyFromWhereItWas checks the checkpoint
+// UPDATE of a commit against a real target: it moves the position only
+// from the one the committer expects (so that of two Runs of one epoch —
+// a lost client's packet the target still executes, and the next Run —
+// the second to commit rolls back instead of applying a transaction
+// again), and only under an epoch at least the stored one.
+func TestCommitMovesCheckpointOnlyFromWhereItWas(t *testing.T) {
+	source, target := servers(t)
+	r := openReplicator(t, newConfig(t, source, target))
+	ctx := t.Context()
+	conn, err := r.target.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := r.ckpt.resetEpoch(ctx, conn); err != nil { // a previous -count run left epoch 6
+		t.Fatal(err)
+	}
+	if err := r.ckpt.claim(ctx, conn, 5, "me"); err != nil {
+		t.Fatal(err)
+	}
+	row, _, err := r.ckpt.read(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0 := row.Position
+	p1 := Position{File: "mysql-bin.000001", Pos: 400, GTID: "0-1-4"}
+	p2 := Position{File: "mysql-bin.000001", Pos: 800, GTID: "0-1-8"}
+	commit := func(prev, pos Position, epoch int64) error {
+		_, err := conn.ExecContext(ctx, string(r.ckpt.commitStatement(prev, pos, epoch, "me")))
+		return err
+	}
+	if err := commit(p0, p1, 5); err != nil {
+		t.Fatalf("commit from the stored position: %v", err)
+	}
+	for _, tt := range []struct {
+		name  string
+		prev  Position
+		epoch int64
+	}{
+		{"from a position the checkpoint has left", p0, 5},
+		{"from a position it never had", p2, 5},
+		{"under an older epoch", p1, 4},
+	} {
+		if err := commit(tt.prev, p2, tt.epoch); err == nil {
+			t.Errorf("commit %s: succeeded, want an error", tt.name)
+		}
+	}
+	if row, _, _ := r.ckpt.read(ctx, conn); row.Position != p1 {
+		t.Errorf("checkpoint at %s after refused commits, want %s", row.Position, p1)
+	}
+	if err := commit(p1, p2, 6); err != nil {
+		t.Fatalf("commit from the stored position under a newer epoch: %v", err)
+	}
+	if row, _, _ := r.ckpt.read(ctx, conn); row.Position != p2 || row.Epoch != 6 {
+		t.Errorf("checkpoint at %s epoch %d, want %s epoch 6", row.Position, row.Epoch, p2)
+	}
+}
+
+// TestPreparedStatementsRefusedFallBackToText: a target that refuses
+// prepared statements (max_prepared_stmt_count = 0) still gets every row,
+// written as text.
+func TestPreparedStatementsRefusedFallBackToText(t *testing.T) {
+	source, target := servers(t)
+	const db = "rt_noprep"
+	dropDBs(t, []*testpeer.MariaDB{source, target}, db)
+	var limit int
+	if err := target.DB(t).QueryRow("SELECT @@GLOBAL.max_prepared_stmt_count").Scan(&limit); err != nil {
+		t.Fatal(err)
+	}
+	target.Exec(t, "SET GLOBAL max_prepared_stmt_count = 0")
+	t.Cleanup(func() { target.Exec(t, fmt.Sprintf("SET GLOBAL max_prepared_stmt_count = %d", limit)) })
+
+	cfg := newConfig(t, source, target, db)
+	cfg.prepChunkRows = 2
+	r := openReplicator(t, cfg)
+	from := currentPosition(t, r)
+	source.Exec(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, v VARCHAR(10))",
+		"INSERT INTO "+db+".t VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e')",
+		"UPDATE "+db+".t SET v = 'z' WHERE id > 2")
+	rn := startRun(t, r, from, 1, "test")
+	waitCaughtUp(t, r, source, rn)
+	if err := rn.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	assertSameData(t, source, target, db, db)
 }

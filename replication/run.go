@@ -121,7 +121,9 @@ func (r *Replicator) Run(ctx context.Context, from Position, epoch int64, owner 
 	}
 }
 
-// runOnce connects both ends and applies until something fails.
+// runOnce connects both ends and applies until something fails, in
+// three phases: claim the target's checkpoint (which says where to
+// start), start reading the source there, apply what it reads.
 func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, owner string, st *runStats) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -131,68 +133,107 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 		return connectError("target", r.cfg.Target, err)
 	}
 	defer conn.Close()
-	if err := checkStrict(ctx, conn); err != nil {
-		return err
-	}
-	if err := r.ckpt.claim(ctx, conn, epoch, owner); err != nil {
-		return err
-	}
-	row, _, err := r.ckpt.read(ctx, conn)
+	start, row, err := r.claim(ctx, conn, from, epoch, owner)
 	if err != nil {
 		return err
 	}
+	if st.committed.IsZero() {
+		st.committed = start
+	}
+	src, err := r.startReading(ctx, start)
+	if err != nil {
+		return err
+	}
+	defer src.stop()
+
+	ap := &applier{
+		log: r.log, filter: r.filter, ckpt: r.ckpt, epoch: epoch, owner: owner, batch: r.cfg.BatchRows,
+		conn: conn, ddlPending: row.ddlPending, meta: metaCache{chunkRows: r.cfg.prepChunkRows},
+	}
+	ap.sess = &targetSession{conn: conn, ckpt: r.ckpt, epoch: epoch, owner: owner, base: row.Position, where: func() Position { return ap.curStart }}
+	r.log.Info("replicating", "from", start.String(), "epoch", epoch, "owner", owner)
+	err = r.apply(ctx, src, ap, st)
+	ap.abort()
+	return err
+}
+
+// claim checks the target session, raises the checkpoint's epoch to
+// epoch and returns where to start: the later of from and the
+// checkpoint, with the GTID state of a file position learnt from the
+// source.
+func (r *Replicator) claim(ctx context.Context, conn *sql.Conn, from Position, epoch int64, owner string) (Position, checkpointRow, error) {
+	if err := checkStrict(ctx, conn); err != nil {
+		return Position{}, checkpointRow{}, err
+	}
+	if err := r.ckpt.claim(ctx, conn, epoch, owner); err != nil {
+		return Position{}, checkpointRow{}, err
+	}
+	row, _, err := r.ckpt.read(ctx, conn)
+	if err != nil {
+		return Position{}, checkpointRow{}, err
+	}
 	start := resumePoint(r.flavor, from, row.Position)
 	if start.IsZero() {
-		return nonRetryable(errNoStart)
+		return Position{}, checkpointRow{}, nonRetryable(errNoStart)
 	}
 	if start.File != "" && start.GTID == "" && r.flavor == FlavorMariaDB {
 		// A file position from the caller: learn its GTID state so that
 		// checkpoints carry one.
 		if start.GTID, err = binlogGTIDPos(ctx, r.source, start.File, start.Pos); err != nil {
-			return err
+			return Position{}, checkpointRow{}, err
 		}
 	}
-	if st.committed.IsZero() {
-		st.committed = start
-	}
+	return start, row, nil
+}
 
+// sourceFeed is the source's binlog from a start position, decoded into
+// segments by a reader goroutine that stop ends and waits for.
+type sourceFeed struct {
+	rd       *reader
+	segments chan segment
+	readErr  chan error // the reader's failure; written once
+	stop     func()
+}
+
+// startReading opens the source's binlog at start and starts the reader.
+func (r *Replicator) startReading(ctx context.Context, start Position) (*sourceFeed, error) {
 	segments := make(chan segment, segmentQueue)
 	rd, err := newReader(r.log, r.flavor, r.filter, r.cfg.MaxTxnRows, start, segments)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	syncer := r.newSyncer()
 	stream, err := r.startStream(syncer, start)
 	if err != nil {
 		syncer.Close()
-		return r.sourceError(start, err)
+		return nil, r.sourceError(start, err)
 	}
-	readErr := make(chan error, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	f := &sourceFeed{rd: rd, segments: segments, readErr: make(chan error, 1)}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		readErr <- rd.run(ctx, stream)
+		f.readErr <- rd.run(ctx, stream)
 	}()
-	defer func() {
+	f.stop = func() {
 		cancel()
 		syncer.Close()
 		wg.Wait()
-	}()
-
-	ap := &applier{
-		log: r.log, filter: r.filter, ckpt: r.ckpt, epoch: epoch, owner: owner, batch: r.cfg.BatchRows,
-		conn: conn, ddlPending: row.ddlPending,
 	}
-	ap.sess = &targetSession{conn: conn, ckpt: r.ckpt, epoch: epoch, owner: owner, where: func() Position { return ap.curStart }}
-	report := func() { st.send(StateRunning, nil, r.lag(rd, segments, ap, st)) }
+	return f, nil
+}
+
+// apply hands the source's segments to the applier and commits, until
+// something fails; the caller aborts the open transaction.
+func (r *Replicator) apply(ctx context.Context, src *sourceFeed, ap *applier, st *runStats) error {
+	report := func() { st.send(StateRunning, nil, r.lag(src.rd, src.segments, ap, st)) }
 	ap.onCommit = func(pos Position, ts uint32, rows, txns int) {
 		st.commit(pos, ts, rows, txns)
 		if time.Since(st.lastReport) >= progressEvery {
 			report()
 		}
 	}
-	r.log.Info("replicating", "from", start.String(), "epoch", epoch, "owner", owner)
 	st.send(StateRunning, nil, 0)
 
 	// The ticker delivers commits the throttle held back, and a report
@@ -201,32 +242,49 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 	defer tick.Stop()
 	for {
 		select {
-		case seg := <-segments:
+		case seg := <-src.segments:
 			if err := ap.handle(ctx, seg); err != nil {
-				ap.abort()
 				return err
 			}
-			// Commit when the batch is full, or when the reader has
-			// nothing more ready: small transactions then share a commit
-			// under load, and are not held back when the source is quiet.
-			if !ap.partial && !ap.idle() && (ap.openRows >= ap.batch || len(segments) == 0) {
-				if err := ap.flush(ctx); err != nil {
-					ap.abort()
-					return err
-				}
+			if err := r.maybeCommit(ctx, src, ap); err != nil {
+				return err
 			}
-		case err := <-readErr:
-			ap.abort()
-			return r.sourceError(rd.pos, err)
+		case err := <-ap.sess.inFlight():
+			// A packet landed while no segment came: a commit is
+			// reported now rather than with the next segment, and what
+			// accumulated meanwhile can go.
+			if err := ap.sess.landed(ctx, err); err != nil {
+				return err
+			}
+			if err := r.maybeCommit(ctx, src, ap); err != nil {
+				return err
+			}
+		case err := <-src.readErr:
+			return r.sourceError(src.rd.pos, err)
 		case <-tick.C:
 			if st.unreported || time.Since(st.lastReport) >= idleReport {
 				report()
 			}
 		case <-ctx.Done():
-			ap.abort()
 			return ctx.Err()
 		}
 	}
+}
+
+// maybeCommit commits the open target transaction when the batch is
+// full, or when the reader has nothing more ready and the target nothing
+// in flight: small source transactions then share a commit while the
+// target is busy — committing sooner would not make them visible sooner,
+// the target works through its packets in order — and are not held back
+// when it is idle.
+func (r *Replicator) maybeCommit(ctx context.Context, src *sourceFeed, ap *applier) error {
+	if ap.partial || !ap.sess.open {
+		return nil
+	}
+	if ap.openRows >= ap.batch || len(src.segments) == 0 && ap.sess.inFlight() == nil {
+		return ap.flush(ctx)
+	}
+	return nil
 }
 
 // checkStrict verifies that the apply session is in strict mode, which

@@ -14,10 +14,12 @@ import (
 	"github.com/shopspring/decimal"
 )
 
+// col is a column named c of the given type.
+func col(dataType string, unsigned bool, charset string, labels ...string) *column {
+	return &column{name: "c", dataType: dataType, unsigned: unsigned, charset: charset, labels: labels}
+}
+
 func TestAppendLiteral(t *testing.T) {
-	col := func(dataType string, unsigned bool, charset string, labels ...string) *column {
-		return &column{name: "c", dataType: dataType, unsigned: unsigned, charset: charset, labels: labels}
-	}
 	tests := []struct {
 		c     *column
 		v     any
@@ -76,6 +78,61 @@ func TestAppendLiteral(t *testing.T) {
 	for _, tt := range bad {
 		if got, err := appendLiteral(nil, tt.c, tt.v, false); err == nil {
 			t.Errorf("appendLiteral(%s, %#v) = %q, want an error", tt.c.dataType, tt.v, got)
+		}
+	}
+}
+
+// TestParamOf checks the values sent as parameters of a prepared
+// statement: the number or string whose conversion by the server is the
+// literal's, and the refusals appendLiteral makes.
+func TestParamOf(t *testing.T) {
+	tests := []struct {
+		c    *column
+		v    any
+		want any
+	}{
+		{col("int", false, ""), nil, nil},
+		{col("tinyint", true, ""), int8(-1), uint64(255)},
+		{col("tinyint", false, ""), int8(-1), int64(-1)},
+		{col("mediumint", true, ""), int32(-1), uint64(16777215)},
+		{col("int", true, ""), int32(-1), uint64(4294967295)},
+		{col("bigint", true, ""), int64(-1), uint64(math.MaxUint64)},
+		{col("bigint", false, ""), int64(math.MinInt64), int64(math.MinInt64)},
+		{col("float", false, ""), float32(1.1), float64(float32(1.1))},
+		{col("decimal", false, ""), decimal.RequireFromString("1.50"), "1.5"},
+		{col("decimal", false, ""), "-1.25", "-1.25"},
+		{col("datetime", false, ""), "2026-11-22 12:34:56.500000", "2026-11-22 12:34:56.500000"},
+		{col("bit", false, ""), int64(-1), uint64(math.MaxUint64)},
+		{col("enum", false, "utf8mb4", "a", "b'q"), int64(2), "b'q"},
+		{col("set", false, "utf8mb4", "x", "y", "z"), int64(5), "x,z"},
+		{col("varchar", false, "utf8mb4"), "it's\n", "it's\n"},
+		{col("blob", false, ""), []byte{0, '\'', 0xff}, "\x00'\xff"},
+	}
+	for _, tt := range tests {
+		if !paramOK(tt.c) {
+			t.Errorf("paramOK(%s %s) = false, want true", tt.c.dataType, tt.c.charset)
+		}
+		got, err := paramOf(tt.c, tt.v)
+		if err != nil || got != tt.want {
+			t.Errorf("paramOf(%s, %#v) = %#v, %v; want %#v", tt.c.dataType, tt.v, got, err, tt.want)
+		}
+	}
+	for _, cs := range []string{"latin1", "gbk", "utf8mb3"} {
+		if paramOK(col("varchar", false, cs)) {
+			t.Errorf("paramOK(varchar %s) = true: a parameter would be converted from utf8mb4", cs)
+		}
+	}
+	for _, tt := range []struct {
+		c *column
+		v any
+	}{
+		{col("double", false, ""), math.NaN()},
+		{col("decimal", false, ""), "1; DROP TABLE x"},
+		{col("enum", false, "utf8mb4", "a"), int64(2)},
+		{col("int", false, ""), struct{}{}},
+	} {
+		if got, err := paramOf(tt.c, tt.v); err == nil {
+			t.Errorf("paramOf(%s, %#v) = %#v, want an error", tt.c.dataType, tt.v, got)
 		}
 	}
 }

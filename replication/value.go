@@ -46,68 +46,26 @@ var hexCharsets = map[string]bool{
 // as a SQL literal. In a WHERE clause (where) strings compare by bytes
 // (their character set's _bin collation) and MySQL JSON compares as JSON.
 func appendLiteral(b []byte, c *column, v any, where bool) ([]byte, error) {
-	if v == nil {
+	p, err := paramOf(c, v)
+	if err != nil {
+		return b, err
+	}
+	switch x := p.(type) {
+	case nil:
 		return append(b, "NULL"...), nil
-	}
-	switch c.dataType {
-	case "enum", "set":
-		return appendLabels(b, c, v)
-	case "bit":
-		n, ok := asInt64(v)
-		if !ok {
-			return b, fmt.Errorf("column %s: BIT value of type %T", c.name, v)
-		}
-		return strconv.AppendUint(b, uint64(n), 10), nil
-	}
-	switch x := v.(type) {
-	case int8:
-		if c.unsigned {
-			return strconv.AppendUint(b, uint64(uint8(x)), 10), nil
-		}
-		return strconv.AppendInt(b, int64(x), 10), nil
-	case int16:
-		if c.unsigned {
-			return strconv.AppendUint(b, uint64(uint16(x)), 10), nil
-		}
-		return strconv.AppendInt(b, int64(x), 10), nil
-	case int32:
-		if c.unsigned {
-			u := uint32(x)
-			if c.dataType == "mediumint" {
-				u &= 1<<24 - 1 // decoded from 3 bytes, sign-extended
-			}
-			return strconv.AppendUint(b, uint64(u), 10), nil
-		}
-		return strconv.AppendInt(b, int64(x), 10), nil
 	case int64:
-		if c.unsigned {
-			return strconv.AppendUint(b, uint64(x), 10), nil
-		}
 		return strconv.AppendInt(b, x, 10), nil
-	case int:
-		return strconv.AppendInt(b, int64(x), 10), nil
-	case uint8:
-		return strconv.AppendUint(b, uint64(x), 10), nil
-	case uint16:
-		return strconv.AppendUint(b, uint64(x), 10), nil
-	case uint32:
-		return strconv.AppendUint(b, uint64(x), 10), nil
 	case uint64:
 		return strconv.AppendUint(b, x, 10), nil
-	case float32:
-		return appendFloat(b, c, float64(x))
 	case float64:
-		return appendFloat(b, c, x)
-	case decimal.Decimal:
-		return append(b, x.String()...), nil
-	case time.Time:
-		return appendQuotedASCII(b, x.UTC().Format("2006-01-02 15:04:05.999999")), nil
+		return strconv.AppendFloat(b, x, 'g', -1, 64), nil
 	case string:
+		if c.dataType == "enum" || c.dataType == "set" {
+			return appendQuoted(b, x), nil
+		}
 		return appendText(b, c, x, where)
-	case []byte:
-		return appendText(b, c, string(x), where)
 	}
-	return b, fmt.Errorf("column %s (%s): cannot write a value of type %T (partial JSON updates need binlog_row_value_options='')", c.name, c.dataType, v)
+	return b, fmt.Errorf("column %s: internal error: parameter of type %T", c.name, p)
 }
 
 func asInt64(v any) (int64, bool) {
@@ -134,32 +92,25 @@ func asInt64(v any) (int64, bool) {
 	return 0, false
 }
 
-func appendFloat(b []byte, c *column, f float64) ([]byte, error) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return b, fmt.Errorf("column %s: %v has no SQL literal", c.name, f)
-	}
-	return strconv.AppendFloat(b, f, 'g', -1, 64), nil
-}
-
-// appendLabels maps an ENUM index (1-based; 0 is the empty error value)
-// or a SET bit mask to its labels.
-func appendLabels(b []byte, c *column, v any) ([]byte, error) {
+// labelsOf maps an ENUM index (1-based; 0 is the empty error value) or a
+// SET bit mask to its labels.
+func labelsOf(c *column, v any) (string, error) {
 	n, ok := asInt64(v)
 	if !ok {
-		return b, fmt.Errorf("column %s: %s value of type %T", c.name, strings.ToUpper(c.dataType), v)
+		return "", fmt.Errorf("column %s: %s value of type %T", c.name, strings.ToUpper(c.dataType), v)
 	}
 	if c.dataType == "enum" {
 		switch {
 		case n == 0:
-			return append(b, "''"...), nil
+			return "", nil
 		case n < 0 || int(n) > len(c.labels):
-			return b, fmt.Errorf("column %s: ENUM index %d, but the target's definition has %d labels", c.name, n, len(c.labels))
+			return "", fmt.Errorf("column %s: ENUM index %d, but the target's definition has %d labels", c.name, n, len(c.labels))
 		}
-		return appendQuoted(b, c.labels[n-1]), nil
+		return c.labels[n-1], nil
 	}
 	mask := uint64(n)
 	if len(c.labels) < 64 && mask>>len(c.labels) != 0 {
-		return b, fmt.Errorf("column %s: SET mask %#x, but the target's definition has %d labels", c.name, mask, len(c.labels))
+		return "", fmt.Errorf("column %s: SET mask %#x, but the target's definition has %d labels", c.name, mask, len(c.labels))
 	}
 	var parts []string
 	for i, l := range c.labels {
@@ -167,17 +118,14 @@ func appendLabels(b []byte, c *column, v any) ([]byte, error) {
 			parts = append(parts, l)
 		}
 	}
-	return appendQuoted(b, strings.Join(parts, ",")), nil
+	return strings.Join(parts, ","), nil
 }
 
 // appendText writes a value that arrived as text or bytes, by the type of
-// its column.
+// its column; paramOf has checked it.
 func appendText(b []byte, c *column, s string, where bool) ([]byte, error) {
 	switch c.dataType {
 	case "decimal", "numeric":
-		if !isNumeric(s) {
-			return b, fmt.Errorf("column %s: %q is not a decimal number", c.name, s)
-		}
 		return append(b, s...), nil
 	case "date", "datetime", "timestamp", "time", "year":
 		return appendQuotedASCII(b, s), nil
@@ -276,4 +224,96 @@ func isNumeric(s string) bool {
 		}
 	}
 	return true
+}
+
+// paramOK says whether values of column c can be sent as parameters of a
+// prepared statement (the binary protocol) with the same effect as their
+// literals: a parameter string is taken in the connection's character
+// set, utf8mb4, so character columns of other sets keep their literals
+// with an introducer.
+func paramOK(c *column) bool { return c.charset == "" || c.charset == "utf8mb4" }
+
+// paramOf is v, a value of column c decoded from a row event, as a
+// parameter of a prepared statement: what appendLiteral writes as text,
+// as a number or a string the server converts exactly as it does the
+// literal. c must satisfy paramOK.
+func paramOf(c *column, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	switch c.dataType {
+	case "enum", "set":
+		return labelsOf(c, v)
+	case "bit":
+		n, ok := asInt64(v)
+		if !ok {
+			return nil, fmt.Errorf("column %s: BIT value of type %T", c.name, v)
+		}
+		return uint64(n), nil
+	}
+	switch x := v.(type) {
+	case int8:
+		if c.unsigned {
+			return uint64(uint8(x)), nil
+		}
+		return int64(x), nil
+	case int16:
+		if c.unsigned {
+			return uint64(uint16(x)), nil
+		}
+		return int64(x), nil
+	case int32:
+		if c.unsigned {
+			u := uint32(x)
+			if c.dataType == "mediumint" {
+				u &= 1<<24 - 1 // decoded from 3 bytes, sign-extended
+			}
+			return uint64(u), nil
+		}
+		return int64(x), nil
+	case int64:
+		if c.unsigned {
+			return uint64(x), nil
+		}
+		return v, nil // already boxed: no new allocation
+	case int:
+		return int64(x), nil
+	case uint8:
+		return uint64(x), nil
+	case uint16:
+		return uint64(x), nil
+	case uint32:
+		return uint64(x), nil
+	case uint64:
+		return v, nil
+	case float32:
+		return float64(x), checkFloat(c, float64(x))
+	case float64:
+		return v, checkFloat(c, x)
+	case decimal.Decimal:
+		return x.String(), nil
+	case time.Time:
+		return x.UTC().Format("2006-01-02 15:04:05.999999"), nil
+	case string:
+		return v, checkText(c, x)
+	case []byte:
+		return string(x), checkText(c, string(x))
+	}
+	return nil, fmt.Errorf("column %s (%s): cannot write a value of type %T (partial JSON updates need binlog_row_value_options='')", c.name, c.dataType, v)
+}
+
+func checkFloat(c *column, f float64) error {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("column %s: %v has no SQL literal", c.name, f)
+	}
+	return nil
+}
+
+// checkText refuses what a DECIMAL column's value must not be: it is
+// written unquoted.
+func checkText(c *column, s string) error {
+	if (c.dataType == "decimal" || c.dataType == "numeric") && !isNumeric(s) {
+		return fmt.Errorf("column %s: %q is not a decimal number", c.name, s)
+	}
+	return nil
 }
