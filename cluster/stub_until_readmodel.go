@@ -65,3 +65,8 @@ func (f *Fixed) Read(context.Context) (*Snapshot, error) { return f.Latest(), ni
 
 // Latest returns the snapshot.
 func (f *Fixed) Latest() *Snapshot { f.mu.Lock(); defer f.mu.Unlock(); return f.s }
+
+// Subscribe is not used by the monitor's stand-in tests.
+func (f *Fixed) Subscribe() (<-chan *Snapshot, func()) {
+	return make(chan *Snapshot), func() {}
+}

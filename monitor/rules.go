@@ -120,7 +120,7 @@ func Rules() []Rule {
 		{RuleSourceUnassigned, time.Minute, sourceUnassigned},
 		{RuleCollectorLagging, 5 * time.Minute, collectorLagging},
 		{RuleCoordUnhealthy, 30 * time.Second, coordUnhealthy},
-		{RuleMonitorStandbyOnly, 0, monitorStandbyOnly},
+		{RuleMonitorStandbyOnly, time.Minute, monitorStandbyOnly},
 	}
 }
 

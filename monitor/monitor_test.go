@@ -1,0 +1,134 @@
+package monitor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
+)
+
+func failedSnap() *cluster.Snapshot {
+	return &cluster.Snapshot{ReadAt: time.Now(), Tasks: []core.TaskStatus{task("orders", core.StateFailed)}}
+}
+
+func healthySnap() *cluster.Snapshot {
+	return &cluster.Snapshot{ReadAt: time.Now(), Tasks: []core.TaskStatus{task("orders", core.StateRunning, core.StateStandby)}}
+}
+
+func testConfig(r *receiver) Config {
+	cfg := DefaultConfig()
+	cfg.Interval = 100 * time.Millisecond
+	cfg.Webhooks = []WebhookConfig{{URL: r.URL}}
+	return cfg
+}
+
+// TestMonitorSendsOneFiringAndOneResolved: an alert's firing and
+// resolution each reach the webhook exactly once, however many
+// evaluations pass.
+func TestMonitorSendsOneFiringAndOneResolved(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		r := newReceiver(t)
+		feed := cluster.NewFixed(failedSnap())
+		m, _ := startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), feed, testConfig(r), Deps{})
+		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
+		waitEvaluations(t, m, 3)
+		feed.Set(healthySnap())
+		r.waitCount(t, RuleTaskFailed, StatusResolved, 1)
+		waitEvaluations(t, m, 3)
+		if n := len(r.all()); n != 2 {
+			t.Fatalf("%d notifications, want 2: %+v", n, r.all())
+		}
+		st, _, err := ReadState(context.Background(), dial(t, connect, recipe.Options{Auth: coordtest.Auth}))
+		if err != nil || len(st.Alerts) != 0 || len(st.Outbox) != 0 || len(st.Events) != 2 {
+			t.Fatalf("state after resolution: %+v, %v", st, err)
+		}
+	})
+}
+
+// TestStandbyTakesOverWithoutResending: the active monitor's session
+// ends; the standby takes over with the state it left and sends the
+// resolution, not the firing again.
+func TestStandbyTakesOverWithoutResending(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		r := newReceiver(t)
+		feed := cluster.NewFixed(failedSnap())
+		sa := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		a, stopA := startMonitor(t, sa, feed, testConfig(r), Deps{})
+		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
+		waitEvaluations(t, a, 1)
+		b, _ := startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), feed, testConfig(r), Deps{})
+		waitFor(t, 10*time.Second, "b stands by", func() error {
+			if evaluations(b) != 0 {
+				t.Fatal("the second monitor evaluated while the first was active")
+			}
+			return nil
+		})
+		stopA()
+		sa.Close()
+		waitEvaluations(t, b, 3)
+		if n := r.count(RuleTaskFailed, StatusFiring); n != 1 {
+			t.Fatalf("firing sent %d times across the takeover", n)
+		}
+		feed.Set(healthySnap())
+		r.waitCount(t, RuleTaskFailed, StatusResolved, 1)
+	})
+}
+
+// TestSilenceMutesOnlyWhenTrusted: a silence written with the monitor's
+// credential mutes the alert; one an anonymous session wrote is refused.
+func TestSilenceMutesOnlyWhenTrusted(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		admin := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		// The tree as `shepherd ctl secure` leaves it: the monitor's
+		// subtree is the credential's.
+		if err := admin.EnsurePath(ctx, SilencesPath); err != nil {
+			t.Fatal(err)
+		}
+		anon := dial(t, connect, recipe.Options{})
+		// An attacker who can create nodes elsewhere cannot under the
+		// secured subtree; with an open parent a silence is refused.
+		if err := AddSilence(ctx, anon, Silence{ID: "evil", Matchers: map[string]string{"rule": RuleTaskFailed}, EndsAt: time.Now().Add(time.Hour)}); err == nil {
+			if got, refused, err := Silences(ctx, admin, true); err != nil || len(got) != 0 || refused["evil"] == "" {
+				t.Fatalf("anonymous silence: honoured %+v, refused %v, %v", got, refused, err)
+			}
+			if err := RemoveSilence(ctx, admin, "evil"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := AddSilence(ctx, admin, Silence{ID: "maint", Matchers: map[string]string{"rule": RuleTaskFailed, "task": "orders"}, EndsAt: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		r := newReceiver(t)
+		m, _ := startMonitor(t, admin, cluster.NewFixed(failedSnap()), testConfig(r), Deps{})
+		waitEvaluations(t, m, 3)
+		if n := len(r.all()); n != 0 {
+			t.Fatalf("silenced alert sent: %+v", r.all())
+		}
+	})
+}
+
+// TestStandbyOnlyRaisesNoActiveMonitorOnce: with only standbys, one of
+// them sends MonitorStandbyOnly once; an active monitor resolves it once.
+func TestStandbyOnlyRaisesNoActiveMonitorOnce(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		r := newReceiver(t)
+		feed := cluster.NewFixed(healthySnap())
+		cfg := testConfig(r)
+		cfg.StandbyOnly = true
+		cfg.Hold = map[string]time.Duration{RuleMonitorStandbyOnly: 300 * time.Millisecond}
+		startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), feed, cfg, Deps{})
+		startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), feed, cfg, Deps{})
+		r.waitCount(t, RuleMonitorStandbyOnly, StatusFiring, 1)
+		a, _ := startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), feed, testConfig(r), Deps{})
+		r.waitCount(t, RuleMonitorStandbyOnly, StatusResolved, 1)
+		waitEvaluations(t, a, 5)
+		if n := r.count(RuleMonitorStandbyOnly, StatusFiring); n != 1 {
+			t.Fatalf("MonitorStandbyOnly fired %d times", n)
+		}
+	})
+}
