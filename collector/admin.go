@@ -12,22 +12,37 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 )
 
-// ListSources returns the sources to collect, in the order they were added.
-func ListSources(ctx context.Context, s *recipe.Session) ([]string, error) {
-	doc, _, err := readSources(ctx, s)
+// Admin manages the sources and reads the collectors of /logs: the
+// operations behind `shepherd ctl source …` and `ctl collector list`, the
+// console and the monitor's reads. Every call retries the coordination
+// server's transient errors (Session.Retry).
+type Admin struct {
+	s *recipe.Session
+}
+
+// NewAdmin returns an Admin of the collectors and sources under /logs.
+func NewAdmin(s *recipe.Session) *Admin { return &Admin{s: s} }
+
+// Sources returns the sources to collect, in the order they were added.
+func (a *Admin) Sources(ctx context.Context) ([]string, error) {
+	var doc Sources
+	err := a.s.Retry(ctx, func() (err error) {
+		doc, _, err = readSources(ctx, a.s)
+		return err
+	})
 	return doc.Sources, err
 }
 
 // AddSources adds sources (each checked with ValidateSource) to the list;
 // those already present are left alone. It returns how many were added.
-func AddSources(ctx context.Context, s *recipe.Session, uris ...string) (int, error) {
+func (a *Admin) AddSources(ctx context.Context, uris ...string) (int, error) {
 	for _, u := range uris {
 		if err := ValidateSource(u); err != nil {
 			return 0, err
 		}
 	}
 	added := 0
-	err := updateSources(ctx, s, func(have []string) []string {
+	err := a.updateSources(ctx, func(have []string) []string {
 		added = 0
 		for _, u := range uris {
 			if !slices.Contains(have, u) {
@@ -42,9 +57,9 @@ func AddSources(ctx context.Context, s *recipe.Session, uris ...string) (int, er
 
 // RemoveSources removes sources from the list and returns how many were
 // there. The assigner takes them from their collectors at its next round.
-func RemoveSources(ctx context.Context, s *recipe.Session, uris ...string) (int, error) {
+func (a *Admin) RemoveSources(ctx context.Context, uris ...string) (int, error) {
 	removed := 0
-	err := updateSources(ctx, s, func(have []string) []string {
+	err := a.updateSources(ctx, func(have []string) []string {
 		removed = 0
 		out := have[:0:0]
 		for _, h := range have {
@@ -73,6 +88,10 @@ func readSources(ctx context.Context, s *recipe.Session) (Sources, int32, error)
 
 // updateSources applies change to the list with a conditional set,
 // retrying when a concurrent writer got there first.
+func (a *Admin) updateSources(ctx context.Context, change func([]string) []string) error {
+	return a.s.Retry(ctx, func() error { return updateSources(ctx, a.s, change) })
+}
+
 func updateSources(ctx context.Context, s *recipe.Session, change func([]string) []string) error {
 	for {
 		doc, version, err := readSources(ctx, s)
@@ -102,7 +121,7 @@ func updateSources(ctx context.Context, s *recipe.Session, change func([]string)
 	}
 }
 
-// CollectorInfo is what ListCollectors reports of one collector.
+// CollectorInfo is one collector as readers see it (Admin.Overview).
 type CollectorInfo struct {
 	Name  string `json:"name"`
 	Alive bool   `json:"alive"`
@@ -120,42 +139,101 @@ type CollectorInfo struct {
 	Refused string `json:"refused,omitempty"`
 }
 
-// ListCollectors reads every collector's assignment and status and
-// judges each alive or dead with the assigner's rule (judge), at the
-// time and with the DeadAfter of the leading assigner's last round, so
-// that both decide alike. deadAfter, if positive, overrides the
-// assigner's. With no assigner leading, liveness is judged at now on
-// this process's clock, with deadAfter or DefaultDeadAfter, and
-// Judged says so.
-func ListCollectors(ctx context.Context, s *recipe.Session, deadAfter time.Duration) (list []CollectorInfo, judged string, err error) {
-	names, _, err := s.Children(ctx, CollectorsPath)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, JudgedLocally, nil
-	}
+// SourceStatus is one source of the list as readers see it.
+type SourceStatus struct {
+	URI string `json:"uri"`
+	// Collector is the collector it is assigned to; "" if unassigned.
+	Collector string `json:"collector"`
+	// Lag is the bytes known not yet collected, as its latest committer
+	// reported them; Lines the lines committed by every collector that
+	// has held it.
+	Lag   int64 `json:"lag"`
+	Lines int64 `json:"lines"`
+}
+
+// Overview is the collectors and sources as read at one time.
+type Overview struct {
+	Collectors []CollectorInfo `json:"collectors"` // by name
+	Sources    []SourceStatus  `json:"sources"`    // in the list's order
+	// Judged says on which clock liveness was judged (JudgedByAssigner
+	// or JudgedLocally).
+	Judged string `json:"judged"`
+}
+
+// Overview reads the source list and every collector's assignment and
+// status, and judges each collector alive or dead with the assigner's
+// rule (judge), at the time and with the DeadAfter of the leading
+// assigner's last round, so that both decide alike. deadAfter, if
+// positive, overrides the assigner's. With no assigner leading,
+// liveness is judged at now on this process's clock, with deadAfter or
+// DefaultDeadAfter, and Judged says so.
+func (a *Admin) Overview(ctx context.Context, deadAfter time.Duration) (Overview, error) {
+	var ov Overview
+	err := a.s.Retry(ctx, func() (err error) {
+		ov, err = readOverview(ctx, a.s, deadAfter)
+		return err
+	})
+	return ov, err
+}
+
+func readOverview(ctx context.Context, s *recipe.Session, deadAfter time.Duration) (Overview, error) {
+	srcs, _, err := readSources(ctx, s)
 	if err != nil {
-		return nil, "", err
+		return Overview{}, err
+	}
+	names, _, err := s.Children(ctx, CollectorsPath)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return Overview{}, err
 	}
 	slices.Sort(names)
 	nodes, err := readCollectors(ctx, s, names)
 	if err != nil {
-		return nil, "", err
+		return Overview{}, err
 	}
 	ref, published, err := assignerClock(ctx, s)
 	if err != nil {
-		return nil, "", err
+		return Overview{}, err
 	}
-	judged = JudgedByAssigner
+	judged := JudgedByAssigner
 	if ref == 0 {
 		ref, judged = time.Now().UnixMilli(), JudgedLocally
 	}
 	if deadAfter <= 0 {
 		deadAfter = cmp.Or(published, DefaultDeadAfter)
 	}
-	list, err = infosOf(nodes, ref, deadAfter)
-	return list, judged, err
+	infos, err := infosOf(nodes, ref, deadAfter)
+	if err != nil {
+		return Overview{}, err
+	}
+	return Overview{Collectors: infos, Sources: sourcesOf(srcs.Sources, nodes), Judged: judged}, nil
 }
 
-// How ListCollectors judged liveness.
+// sourcesOf is the state of each source of the list: its collector, and
+// its lag and lines from the statuses.
+func sourcesOf(uris []string, nodes []collectorNode) []SourceStatus {
+	out := make([]SourceStatus, 0, len(uris))
+	for _, u := range uris {
+		st := SourceStatus{URI: u}
+		var seq int64 = -1
+		for _, n := range nodes {
+			if _, ok := n.assign.lease(u); ok {
+				st.Collector = n.name
+			}
+			p, ok := n.status.Progress[u]
+			if !ok {
+				continue
+			}
+			st.Lines += p.Lines
+			if p.Seq > seq { // the latest commit knows the lag best
+				seq, st.Lag = p.Seq, max(p.Lag, 0)
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// How Overview judged liveness.
 const (
 	JudgedByAssigner = "on the coordination server's clock at the assigner's last round"
 	JudgedLocally    = "on this process's clock: no assigner leads"

@@ -63,7 +63,7 @@ func BenchmarkCollectThroughput(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			root := fmt.Sprintf("/bench%d", i)
 			sr := dialB(b, tg.addr+root)
-			if _, err := AddSources(context.Background(), sr, "file://"+src); err != nil {
+			if _, err := NewAdmin(sr).AddSources(context.Background(), "file://"+src); err != nil {
 				b.Fatal(err)
 			}
 			out := b.TempDir()
@@ -99,7 +99,7 @@ func BenchmarkFailover(b *testing.B) {
 		if err := os.WriteFile(src, []byte("first\n"), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := AddSources(context.Background(), s, "file://"+src); err != nil {
+		if _, err := NewAdmin(s).AddSources(context.Background(), "file://"+src); err != nil {
 			b.Fatal(err)
 		}
 		actx, acancel := context.WithCancel(context.Background())

@@ -238,10 +238,11 @@ func dialAuth(t *testing.T, connect, auth string) *recipe.Session {
 func assignments(s *recipe.Session) (map[string][]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	infos, _, err := ListCollectors(ctx, s, time.Hour)
+	ov, err := NewAdmin(s).Overview(ctx, time.Hour)
 	if err != nil {
 		return nil, err
 	}
+	infos := ov.Collectors
 	out := map[string][]string{}
 	for _, in := range infos {
 		out[in.Name] = in.Sources
@@ -306,7 +307,7 @@ func addSources(t *testing.T, s *recipe.Session, uris []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := AddSources(ctx, s, uris...); err != nil {
+	if _, err := NewAdmin(s).AddSources(ctx, uris...); err != nil {
 		t.Fatal(err)
 	}
 }

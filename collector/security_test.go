@@ -47,7 +47,7 @@ func TestAttackSources(t *testing.T) {
 		uris := []string{"file://" + secret, srv.URL + "/metadata"}
 
 		anon := dialAnon(t, tg.addr)
-		if _, err := AddSources(ctx, anon, uris...); err != nil {
+		if _, err := NewAdmin(anon).AddSources(ctx, uris...); err != nil {
 			t.Fatal(err)
 		}
 		var leases []Lease
@@ -84,9 +84,9 @@ func TestAttackSources(t *testing.T) {
 			refusedAt = v
 			return nil
 		})
-		infos, _, err := ListCollectors(ctx, s, time.Minute)
-		if err != nil || len(infos) != 1 || !strings.Contains(infos[0].Refused, "world:anyone") {
-			t.Errorf("ListCollectors = %+v, %v; want c1 with its refusal", infos, err)
+		ov, err := NewAdmin(s).Overview(ctx, time.Minute)
+		if infos := ov.Collectors; err != nil || len(infos) != 1 || !strings.Contains(infos[0].Refused, "world:anyone") {
+			t.Errorf("Overview = %+v, %v; want c1 with its refusal", infos, err)
 		}
 		// Rounds go on (heartbeats) and read nothing.
 		checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
@@ -121,11 +121,11 @@ func TestAttackSources(t *testing.T) {
 			_, _, err := s2.Get(ctx, StatusPath("c2"))
 			return err
 		})
-		if _, err := AddSources(ctx, s2, "file:///var/log/app.log"); err != nil {
+		if _, err := NewAdmin(s2).AddSources(ctx, "file:///var/log/app.log"); err != nil {
 			t.Fatal(err)
 		}
 		anon2 := dialAnon(t, secured)
-		if _, err := AddSources(ctx, anon2, uris...); !errors.Is(err, zk.ErrNoAuth) {
+		if _, err := NewAdmin(anon2).AddSources(ctx, uris...); !errors.Is(err, zk.ErrNoAuth) {
 			t.Errorf("anonymous source add on a secured tree: %v, want ErrNoAuth", err)
 		}
 		if _, err := anon2.Set(ctx, CollectorPath("c2"), encode(Assignment{Version: 1, Sources: leases}), -1); !errors.Is(err, zk.ErrNoAuth) {

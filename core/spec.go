@@ -325,6 +325,24 @@ func (sp *Spec) HasInlinePassword() bool {
 	return sp.Source.Password != "" || sp.Target.Password != ""
 }
 
+// RedactedPassword replaces passwords in what is shown of a spec: anyone
+// who may read the task node may see them, but terminals, pasted output,
+// the console and alerts need not.
+const RedactedPassword = "***"
+
+// Redacted returns a copy of the spec with its inline passwords replaced
+// by RedactedPassword. Routes and filters are shared with sp: they hold
+// no secret.
+func (sp *Spec) Redacted() *Spec {
+	out := *sp
+	for _, e := range []*Endpoint{&out.Source, &out.Target} {
+		if e.Password != "" {
+			e.Password = RedactedPassword
+		}
+	}
+	return &out
+}
+
 // ResolvePassword returns the endpoint's password, reading PasswordFile
 // (at most boundedfile.MaxSecret bytes, until ctx ends) if one is given.
 func (e *Endpoint) ResolvePassword(ctx context.Context) (string, error) {

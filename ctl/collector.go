@@ -1,14 +1,15 @@
 package ctl
 
 import (
-	"context"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/collector"
 )
 
@@ -19,7 +20,7 @@ func (r *runner) collectorCommand() *cli.Command {
 		Usage:     "show the log collectors: liveness, load, assigned sources and lag",
 		ArgsUsage: "list [--dead-after duration]",
 		Description: `list prints one line per collector: its name, alive or dead as the assigner
-judges it (collector.ListCollectors: the status written less than the assigner's
+judges it (collector.Admin.Overview: the status written less than the assigner's
 --dead-after before its last round, on the coordination server's clock, and not
 marked leaving), the age of its status, load (bytes/s, lines/s), the number of
 assigned sources, the bytes known not yet collected (lag) and the lines committed;
@@ -50,29 +51,23 @@ func (r *runner) collectorList(c *cli.Context) error {
 	if c.IsSet("dead-after") && deadAfter <= 0 {
 		return usagef("collector list: --dead-after %v: must be positive", deadAfter)
 	}
-	s, err := r.session()
+	snap, err := r.snapshot(cluster.Options{DeadAfter: deadAfter, Sections: []cluster.Section{cluster.SectionCollectors}})
 	if err != nil {
 		return err
-	}
-	var infos []collector.CollectorInfo
-	var judged string
-	err = r.retry(s, func(ctx context.Context) (err error) {
-		infos, judged, err = collector.ListCollectors(ctx, s, deadAfter)
-		return err
-	})
-	if err != nil {
-		return r.collectorError(collector.CollectorsPath, err)
 	}
 	if r.json {
-		if infos == nil {
-			infos = []collector.CollectorInfo{}
-		}
-		return writeJSON(r.env.Stdout, map[string]any{"collectors": infos, "judged": judged})
+		return writeJSON(r.env.Stdout, collector.Overview{Collectors: snap.Collectors, Sources: snap.Sources, Judged: snap.CollectorsJudged})
 	}
-	if judged == collector.JudgedLocally && len(infos) > 0 {
-		r.warn("collector list: liveness judged %s", judged)
+	if snap.CollectorsJudged == collector.JudgedLocally && len(snap.Collectors) > 0 {
+		r.warn("collector list: liveness judged %s", snap.CollectorsJudged)
 	}
-	tw := tabwriter.NewWriter(r.env.Stdout, 0, 4, 2, ' ', 0)
+	return writeCollectors(r.env.Stdout, snap.Collectors)
+}
+
+// writeCollectors prints one line per collector, then the sources of
+// each and its refusal.
+func writeCollectors(w io.Writer, infos []collector.CollectorInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tSTATUS AGE\tBYTES/S\tLINES/S\tSOURCES\tLAG\tLINES")
 	for _, in := range infos {
 		state, age := "dead", "never"
@@ -93,10 +88,10 @@ func (r *runner) collectorList(c *cli.Context) error {
 	}
 	for _, in := range infos {
 		if len(in.Sources) > 0 {
-			fmt.Fprintf(r.env.Stdout, "%s: %s\n", in.Name, strings.Join(in.Sources, " "))
+			fmt.Fprintf(w, "%s: %s\n", in.Name, strings.Join(in.Sources, " "))
 		}
 		if in.Refused != "" {
-			fmt.Fprintf(r.env.Stdout, "%s: REFUSED: %s\n", in.Name, in.Refused)
+			fmt.Fprintf(w, "%s: REFUSED: %s\n", in.Name, in.Refused)
 		}
 	}
 	return nil

@@ -1,15 +1,15 @@
 package ctl
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 )
 
 // fourLetterWords are ZooKeeper's four-letter words that have a verb of
@@ -65,21 +65,18 @@ func (r *runner) fourLetterCommands() []*cli.Command {
 	})
 }
 
-// notAllowed ends the answer of a server that has the word disabled.
-const notAllowed = "is not executed because it is not in the whitelist."
-
 // fourLetter sends word to the first server of --zk and prints the answer.
 func (r *runner) fourLetter(word string) error {
-	addr, err := firstServer(r.connect)
+	servers, err := coordhealth.Servers(r.connect)
 	if err != nil {
-		return err
+		return fmt.Errorf("--zk %q: want host:port[,host:port…][/chroot]", r.connect)
 	}
-	answer, err := r.askFourLetter(addr, word)
+	addr := servers[0]
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	answer, err := coordhealth.Ask(ctx, addr, word)
 	if err != nil {
-		return err
-	}
-	if strings.Contains(answer, notAllowed) {
-		return fmt.Errorf("%s: %s (enable it with 4lw.commands.whitelist in zoo.cfg, or --4lw on shepherd coord)", addr, strings.TrimSpace(answer))
+		return errors.New(strings.TrimPrefix(err.Error(), "coordhealth: "))
 	}
 	if r.json {
 		return writeJSON(r.env.Stdout, fourLetterResult{Server: addr, Word: word, Answer: answer, Values: fourLetterValues(word, answer)})
@@ -101,27 +98,14 @@ type fourLetterResult struct {
 	Values map[string]any `json:"values,omitempty"`
 }
 
-// fourLetterValues parses the key/value lines of an answer: mntr's
-// "key<TAB>value", srvr's "Key: value", conf's and envi's "key=value".
+// fourLetterValues is coordhealth.Fields with numbers as numbers.
 func fourLetterValues(word, answer string) map[string]any {
-	var sep string
-	switch word {
-	case "mntr":
-		sep = "\t"
-	case "srvr", "stat":
-		sep = ": "
-	case "conf", "envi":
-		sep = "="
-	default:
+	fields := coordhealth.Fields(word, answer)
+	if fields == nil {
 		return nil
 	}
-	values := map[string]any{}
-	for _, line := range strings.Split(answer, "\n") {
-		k, v, ok := strings.Cut(line, sep)
-		if !ok || strings.TrimSpace(k) == "" {
-			continue
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	values := make(map[string]any, len(fields))
+	for k, v := range fields {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			values[k] = n
 		} else if f, err := strconv.ParseFloat(v, 64); err == nil {
@@ -131,46 +115,4 @@ func fourLetterValues(word, answer string) map[string]any {
 		}
 	}
 	return values
-}
-
-// askFourLetter sends word to addr and returns the whole answer: the
-// server closes the connection after it.
-func (r *runner) askFourLetter(addr, word string) (string, error) {
-	ctx, cancel := r.opCtx()
-	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return "", err
-		}
-		return "", fmt.Errorf("%s to %s: %w: is a ZooKeeper or shepherd coord server listening there? (set --zk)", word, addr, err)
-	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	if _, err := io.WriteString(c, word); err != nil {
-		return "", fmt.Errorf("%s to %s: %w", word, addr, err)
-	}
-	b, err := io.ReadAll(c)
-	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		if errors.Is(err, context.Canceled) {
-			return "", err
-		}
-		return "", fmt.Errorf("%s to %s: reading the answer: %w", word, addr, err)
-	}
-	return string(b), nil
-}
-
-// firstServer returns the first host:port of a connect string.
-func firstServer(connect string) (string, error) {
-	hosts, _, _ := strings.Cut(connect, "/")
-	first, _, _ := strings.Cut(hosts, ",")
-	if _, _, err := net.SplitHostPort(first); err != nil || first == "" {
-		return "", fmt.Errorf("--zk %q: want host:port[,host:port…][/chroot]", connect)
-	}
-	return first, nil
 }

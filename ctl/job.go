@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
@@ -132,7 +134,7 @@ func (r *runner) jobAdd(c *cli.Context) error {
 	r.warnUnsecured(s, "schedulers refuse the job")
 	for _, j := range jobs {
 		ctx, cancel := r.opCtx()
-		err := scheduler.StoreJob(ctx, s, j)
+		err := scheduler.NewAdmin(s).StoreJob(ctx, j)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("job add %s: %w", j.Name, jobError(err))
@@ -151,115 +153,43 @@ func (r *runner) jobAdd(c *cli.Context) error {
 	return nil
 }
 
-// jobSummary is one line of job list.
-type jobSummary struct {
-	Name     string `json:"name"`
-	Schedule string `json:"schedule"`
-	// Stored: in /scheduler/jobs; Files: the running schedulers whose
-	// --jobs file defines it; Differs: their definitions differ.
-	Stored  bool              `json:"stored"`
-	Files   []string          `json:"files,omitempty"`
-	Differs bool              `json:"differs,omitempty"`
-	Paused  bool              `json:"paused"`
-	Last    *scheduler.Result `json:"last,omitempty"`
-	Running []string          `json:"running,omitempty"`
-	Error   string            `json:"error,omitempty"`
-}
-
-// source says where a job comes from, for job list's SOURCE column.
-func (j jobSummary) source() string {
-	files := "file(" + strings.Join(j.Files, ",") + ")"
-	switch {
-	case j.Stored && len(j.Files) > 0:
-		return files + ", stored one refused"
-	case j.Stored:
-		return "stored"
-	case j.Differs:
-		return files + " DIFFERS"
-	}
-	return files
-}
-
 func (r *runner) jobList(c *cli.Context) error {
-	_, s, err := r.argsSession(c, 0, 0)
+	if _, err := argsN(c, 0, 0); err != nil {
+		return err
+	}
+	snap, err := r.snapshot(cluster.Options{Sections: []cluster.Section{cluster.SectionJobs}})
 	if err != nil {
 		return err
 	}
-	ctx, cancel := r.opCtx()
-	defer cancel()
-	jobs, err := scheduler.ListJobs(ctx, s)
-	if err != nil {
-		return err
-	}
-	out := []jobSummary{}
-	for _, e := range jobs {
-		sum := jobSummary{Name: e.Job.Name, Schedule: e.Job.Schedule, Stored: e.Stored, Files: e.FileHosts, Differs: e.Differs}
-		if e.Err != nil {
-			sum.Error = jobError(e.Err).Error()
-		} else if err := r.fillSummary(ctx, &sum); err != nil {
-			return err
+	for _, j := range snap.Jobs {
+		if j.Differs && !j.Stored {
+			r.warn("job %s: the jobs files of %s define it differently; each scheduler fires its own definition", j.Name, strings.Join(j.FileHosts, ", "))
 		}
-		out = append(out, sum)
-		if e.Differs && !e.Stored {
-			r.warn("job %s: the jobs files of %s define it differently; each scheduler fires its own definition", e.Job.Name, strings.Join(e.FileHosts, ", "))
-		}
-	}
-	for _, j := range out {
-		if err := r.warnUntrusted(s, scheduler.Root, scheduler.JobPath(j.Name)); err != nil {
+		if err := r.warnUntrusted(r.sess, scheduler.Root, scheduler.JobPath(j.Name)); err != nil {
 			return err
 		}
 	}
 	if r.json {
-		return writeJSON(r.env.Stdout, out)
+		return writeJSON(r.env.Stdout, snap.Jobs)
 	}
-	tw := tabwriter.NewWriter(r.env.Stdout, 0, 4, 2, ' ', 0)
+	return writeJobList(r.env.Stdout, snap.Jobs)
+}
+
+// writeJobList prints one line per job.
+func writeJobList(w io.Writer, jobs []scheduler.JobStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSCHEDULE\tSOURCE\tPAUSED\tLAST RUN\tSTATUS\tRUNNING")
-	for _, j := range out {
+	for _, j := range jobs {
 		last, status := "-", "-"
-		if j.Last != nil {
-			last, status = j.Last.RunKey, string(j.Last.Status)
+		if res := j.Last(); res != nil {
+			last, status = res.RunKey, string(res.Status)
 		}
 		if j.Error != "" {
-			status = "invalid: " + j.Error
+			status = "invalid: " + strings.TrimPrefix(j.Error, "scheduler: ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", j.Name, j.Schedule, j.source(), j.Paused, last, status, strings.Join(j.Running, ","))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", j.Name, j.Job.Schedule, j.Source(), j.Paused, last, status, strings.Join(j.Running(), ","))
 	}
 	return tw.Flush()
-}
-
-// fileJob returns the entry of a job defined by the jobs file of a
-// running scheduler, or nil.
-func fileJob(ctx context.Context, s *recipe.Session, name string) (*scheduler.JobEntry, error) {
-	jobs, err := scheduler.ListJobs(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range jobs {
-		if e.Job.Name == name && len(e.FileHosts) > 0 {
-			return &e, nil
-		}
-	}
-	return nil, nil
-}
-
-func (r *runner) fillSummary(ctx context.Context, sum *jobSummary) error {
-	s := r.sess
-	var err error
-	if sum.Paused, err = scheduler.Paused(ctx, s, sum.Name); err != nil {
-		return err
-	}
-	runs, err := scheduler.Runs(ctx, s, sum.Name)
-	if err != nil {
-		return err
-	}
-	for _, ri := range runs {
-		if ri.Result != nil {
-			sum.Last = ri.Result
-		} else if ri.Running {
-			sum.Running = append(sum.Running, ri.RunKey)
-		}
-	}
-	return nil
 }
 
 func (r *runner) jobShow(c *cli.Context) error {
@@ -269,75 +199,43 @@ func (r *runner) jobShow(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
-	j, jerr := scheduler.LoadJob(ctx, s, args[0])
-	if jerr != nil && !errors.Is(jerr, scheduler.ErrNoSuchJob) {
-		return jobError(jerr)
-	}
-	stored := jerr == nil
-	fe, err := fileJob(ctx, s, args[0])
+	js, err := scheduler.NewAdmin(s).Job(ctx, args[0], 0)
 	if err != nil {
-		return err
+		return jobError(err)
 	}
-	if fe != nil {
-		j = fe.Job // a file job wins: schedulers refuse a stored one of its name
-	}
-	paused, err := scheduler.Paused(ctx, s, args[0])
-	if err != nil {
-		return err
-	}
-	runs, err := scheduler.Runs(ctx, s, args[0])
-	if err != nil {
-		return err
-	}
-	if !stored && fe == nil && len(runs) == 0 {
-		return jobError(jerr)
-	}
-	var files []string
-	if fe != nil {
-		files = fe.FileHosts
+	if js.Error != "" && len(js.FileHosts) == 0 {
+		return jobError(errors.New(js.Error))
 	}
 	if r.json {
-		type run struct {
-			RunKey  string            `json:"runKey"`
-			Running bool              `json:"running"`
-			Result  *scheduler.Result `json:"result,omitempty"`
-		}
-		doc := struct {
-			Job     *scheduler.Job `json:"job,omitempty"`
-			Stored  bool           `json:"stored"`
-			Files   []string       `json:"files,omitempty"`
-			Differs bool           `json:"differs,omitempty"`
-			Paused  bool           `json:"paused"`
-			Runs    []run          `json:"runs"`
-		}{Stored: stored, Files: files, Differs: fe != nil && fe.Differs, Paused: paused, Runs: []run{}}
-		if stored || fe != nil {
-			doc.Job = &j
-		}
-		for _, ri := range runs {
-			doc.Runs = append(doc.Runs, run{ri.RunKey, ri.Running, ri.Result})
-		}
-		return writeJSON(r.env.Stdout, doc)
+		return writeJSON(r.env.Stdout, js)
 	}
 	w := r.env.Stdout
 	switch {
-	case fe != nil:
-		fmt.Fprintf(w, "%s\n", j.Encode())
-		fmt.Fprintf(w, "from the jobs file of %s (environment values are not published)\n", strings.Join(files, ", "))
-		if stored {
+	case len(js.FileHosts) > 0:
+		fmt.Fprintf(w, "%s\n", js.Job.Encode())
+		fmt.Fprintf(w, "from the jobs file of %s (environment values are not published)\n", strings.Join(js.FileHosts, ", "))
+		if js.Stored {
 			r.warn("job %s: the stored job of this name in %s is refused by these schedulers: their jobs file wins", args[0], scheduler.JobsPath)
 		}
-		if fe.Differs {
-			r.warn("job %s: the jobs files of %s define it differently; each scheduler fires its own definition", args[0], strings.Join(files, ", "))
+		if js.Differs {
+			r.warn("job %s: the jobs files of %s define it differently; each scheduler fires its own definition", args[0], strings.Join(js.FileHosts, ", "))
 		}
-	case stored:
-		fmt.Fprintf(w, "%s\n", j.Encode())
+	case js.Stored:
+		fmt.Fprintf(w, "%s\n", js.Job.Encode())
 	default:
 		fmt.Fprintf(w, "%s is not stored in %s and no running scheduler has it in its jobs file\n", args[0], scheduler.JobsPath)
 	}
-	fmt.Fprintf(w, "paused: %v\n", paused)
+	fmt.Fprintf(w, "paused: %v\n", js.Paused)
+	if len(js.Next) > 0 {
+		next := make([]string, len(js.Next))
+		for i, t := range js.Next {
+			next[i] = t.In(r.env.Location).Format(time.DateTime)
+		}
+		fmt.Fprintf(w, "next: %s\n", strings.Join(next, ", "))
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN KEY\tSTATUS\tATTEMPT\tHOST\tSTART\tDURATION\tERROR")
-	for _, ri := range runs {
+	for _, ri := range slices.Backward(js.Runs) { // oldest first, as logs read
 		if ri.Result == nil {
 			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", ri.RunKey, map[bool]string{true: "running", false: "pending"}[ri.Running])
 			continue
@@ -367,14 +265,14 @@ func (r *runner) jobRunNow(c *cli.Context) error {
 		return err
 	}
 	ctx, cancel := r.opCtx()
-	_, jerr := scheduler.LoadJob(ctx, s, args[0])
-	fe, ferr := fileJob(ctx, s, args[0])
-	key, err := scheduler.Trigger(ctx, s, args[0], time.Now())
+	a := scheduler.NewAdmin(s)
+	js, jerr := a.Job(ctx, args[0], 1)
+	key, err := a.Trigger(ctx, args[0], time.Now())
 	cancel()
 	if err != nil {
 		return jobError(err)
 	}
-	if errors.Is(jerr, scheduler.ErrNoSuchJob) && fe == nil && ferr == nil {
+	if errors.Is(jerr, scheduler.ErrNoSuchJob) || (jerr == nil && !js.Stored && len(js.FileHosts) == 0) {
 		r.warn("%s is not stored in %s and no running scheduler has it in its jobs file: it runs when one that knows it starts", args[0], scheduler.JobsPath)
 	}
 	if wait == 0 {
@@ -387,7 +285,7 @@ func (r *runner) jobRunNow(c *cli.Context) error {
 	wctx, wcancel := context.WithTimeout(r.ctx, wait)
 	defer wcancel()
 	for {
-		res, ok, err := scheduler.ReadResult(wctx, s, args[0], key)
+		res, ok, err := a.ReadResult(wctx, args[0], key)
 		if err == nil && ok {
 			if r.json {
 				_ = writeJSON(r.env.Stdout, res)
@@ -420,7 +318,7 @@ func (r *runner) jobPause(pause bool) cli.ActionFunc {
 		}
 		ctx, cancel := r.opCtx()
 		defer cancel()
-		return jobError(scheduler.SetPaused(ctx, s, args[0], pause))
+		return jobError(scheduler.NewAdmin(s).SetPaused(ctx, args[0], pause))
 	}
 }
 
@@ -431,7 +329,7 @@ func (r *runner) jobRemove(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
-	return jobError(scheduler.RemoveJob(ctx, s, args[0]))
+	return jobError(scheduler.NewAdmin(s).RemoveJob(ctx, args[0]))
 }
 
 // jobLogs prints a run's log file when it is on this machine, and the
@@ -443,9 +341,10 @@ func (r *runner) jobLogs(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
+	a := scheduler.NewAdmin(s)
 	var res *scheduler.Result
 	if len(args) == 2 {
-		got, ok, err := scheduler.ReadResult(ctx, s, args[0], args[1])
+		got, ok, err := a.ReadResult(ctx, args[0], args[1])
 		if err != nil {
 			return err
 		}
@@ -454,7 +353,7 @@ func (r *runner) jobLogs(c *cli.Context) error {
 		}
 		res = &got
 	} else {
-		runs, err := scheduler.Runs(ctx, s, args[0])
+		runs, err := a.Runs(ctx, args[0])
 		if err != nil {
 			return err
 		}

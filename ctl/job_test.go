@@ -27,11 +27,11 @@ func TestJobVerbs(t *testing.T) {
 		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--timeout", "1m", "--env", "OUT="+out,
 			"report", "--", "sh", "-c", `echo "ran $SHEPHERD_RUN_KEY" | tee -a "$OUT"`)
 
-		var list []jobSummary
+		var list []scheduler.JobStatus
 		if err := json.Unmarshal([]byte(mustCtlAuth(t, conn, "--json", "job", "list")), &list); err != nil {
 			t.Fatal(err)
 		}
-		if len(list) != 1 || list[0].Name != "report" || list[0].Schedule != "@yearly" || list[0].Paused {
+		if len(list) != 1 || list[0].Name != "report" || list[0].Job.Schedule != "@yearly" || list[0].Paused {
 			t.Fatalf("job list = %+v, want report, @yearly, not paused", list)
 		}
 		mustCtlAuth(t, conn, "job", "pause", "report")
@@ -165,18 +165,18 @@ func TestJobListShowsFileJobs(t *testing.T) {
 		fileB := write("b.yaml", `jobs:
 - {name: nightly, schedule: "0 4 * * *", command: /bin/true}
 `)
-		list := func() map[string]jobSummary {
-			var l []jobSummary
+		list := func() map[string]scheduler.JobStatus {
+			var l []scheduler.JobStatus
 			if err := json.Unmarshal([]byte(mustCtlAuth(t, conn, "--json", "job", "list")), &l); err != nil {
 				t.Fatal(err)
 			}
-			m := map[string]jobSummary{}
+			m := map[string]scheduler.JobStatus{}
 			for _, j := range l {
 				m[j.Name] = j
 			}
 			return m
 		}
-		want := func(what string, ok func(map[string]jobSummary) bool) {
+		want := func(what string, ok func(map[string]scheduler.JobStatus) bool) {
 			t.Helper()
 			waitFor(t, 30*time.Second, what, func() error {
 				if l := list(); !ok(l) {
@@ -187,9 +187,9 @@ func TestJobListShowsFileJobs(t *testing.T) {
 		}
 
 		stopA := startFileScheduler(t, conn, "a", fileA)
-		want("a's file jobs", func(l map[string]jobSummary) bool {
-			return len(l) == 2 && l["nightly"].Schedule == "@daily" && slices.Equal(l["nightly"].Files, []string{"a"}) &&
-				!l["nightly"].Stored && slices.Equal(l["hourly"].Files, []string{"a"})
+		want("a's file jobs", func(l map[string]scheduler.JobStatus) bool {
+			return len(l) == 2 && l["nightly"].Job.Schedule == "@daily" && slices.Equal(l["nightly"].FileHosts, []string{"a"}) &&
+				!l["nightly"].Stored && slices.Equal(l["hourly"].FileHosts, []string{"a"})
 		})
 		if got := mustCtlAuth(t, conn, "job", "list"); !strings.Contains(got, "SOURCE") || !strings.Contains(got, "file(a)") {
 			t.Errorf("job list:\n%s\nwant a SOURCE column saying file(a)", got)
@@ -200,25 +200,25 @@ func TestJobListShowsFileJobs(t *testing.T) {
 		}
 
 		startFileScheduler(t, conn, "b", fileB)
-		want("nightly in two files that differ", func(l map[string]jobSummary) bool {
-			return slices.Equal(l["nightly"].Files, []string{"a", "b"}) && l["nightly"].Differs
+		want("nightly in two files that differ", func(l map[string]scheduler.JobStatus) bool {
+			return slices.Equal(l["nightly"].FileHosts, []string{"a", "b"}) && l["nightly"].Differs
 		})
 		if r := runCtlAuth(t, conn, "job", "list"); r.code != 0 || !strings.Contains(r.stdout, "DIFFERS") || !strings.Contains(r.stderr, "define it differently") {
 			t.Errorf("job list: %v; want nightly flagged as differing, with a warning", r)
 		}
 
 		mustCtlAuth(t, conn, "job", "add", "--schedule", "@every 2h", "hourly", "--", "/bin/true")
-		want("a's hourly winning over the stored one", func(l map[string]jobSummary) bool {
-			return l["hourly"].Stored && l["hourly"].Schedule != "@every 2h" && slices.Equal(l["hourly"].Files, []string{"a"})
+		want("a's hourly winning over the stored one", func(l map[string]scheduler.JobStatus) bool {
+			return l["hourly"].Stored && l["hourly"].Job.Schedule != "@every 2h" && slices.Equal(l["hourly"].FileHosts, []string{"a"})
 		})
 		if got := mustCtlAuth(t, conn, "job", "list"); !strings.Contains(got, "file(a), stored one refused") {
 			t.Errorf("job list:\n%s\nwant hourly: file(a), stored one refused", got)
 		}
 
 		stopA()
-		want("a's file jobs gone with a", func(l map[string]jobSummary) bool {
-			return len(l) == 2 && slices.Equal(l["nightly"].Files, []string{"b"}) && !l["nightly"].Differs &&
-				l["nightly"].Schedule == "0 4 * * *" && l["hourly"].Stored && len(l["hourly"].Files) == 0
+		want("a's file jobs gone with a", func(l map[string]scheduler.JobStatus) bool {
+			return len(l) == 2 && slices.Equal(l["nightly"].FileHosts, []string{"b"}) && !l["nightly"].Differs &&
+				l["nightly"].Job.Schedule == "0 4 * * *" && l["hourly"].Stored && len(l["hourly"].FileHosts) == 0
 		})
 	})
 }

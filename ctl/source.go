@@ -1,7 +1,6 @@
 package ctl
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -52,11 +51,9 @@ func (r *runner) sourceAdd(c *cli.Context) error {
 		return err
 	}
 	r.warnUnsecured(s, "collectors refuse the sources")
-	var n int
-	err = r.retry(s, func(ctx context.Context) (err error) {
-		n, err = collector.AddSources(ctx, s, uris...)
-		return err
-	})
+	ctx, cancel := r.opCtx()
+	n, err := collector.NewAdmin(s).AddSources(ctx, uris...)
+	cancel()
 	if err != nil {
 		return r.collectorError(collector.SourcesPath, err)
 	}
@@ -72,11 +69,9 @@ func (r *runner) sourceRm(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var n int
-	err = r.retry(s, func(ctx context.Context) (err error) {
-		n, err = collector.RemoveSources(ctx, s, uris...)
-		return err
-	})
+	ctx, cancel := r.opCtx()
+	n, err := collector.NewAdmin(s).RemoveSources(ctx, uris...)
+	cancel()
 	if err != nil {
 		return r.collectorError(collector.SourcesPath, err)
 	}
@@ -102,11 +97,9 @@ func (r *runner) sourceList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var uris []string
-	err = r.retry(s, func(ctx context.Context) (err error) {
-		uris, err = collector.ListSources(ctx, s)
-		return err
-	})
+	ctx, cancel := r.opCtx()
+	uris, err := collector.NewAdmin(s).Sources(ctx)
+	cancel()
 	if err != nil {
 		return r.collectorError(collector.SourcesPath, err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 )
@@ -166,22 +167,21 @@ func (r *runner) taskList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := r.opCtx()
-	defer cancel()
-	tasks, err := a.Tasks(ctx)
+	snap, err := r.snapshot(cluster.Options{CoreRoot: a.Layout().Root, Sections: []cluster.Section{cluster.SectionTasks}})
 	if err != nil {
 		return err
 	}
-	for i := range tasks {
-		redactStatus(&tasks[i])
-		if err := r.warnUntrusted(r.sess, a.Layout().Root, a.Layout().Task(tasks[i].Name)); err != nil {
+	for _, ts := range snap.Tasks {
+		if err := r.warnUntrusted(r.sess, a.Layout().Root, a.Layout().Task(ts.Name)); err != nil {
 			return err
 		}
 	}
 	if r.json {
-		return writeJSON(r.env.Stdout, tasks)
+		return writeJSON(r.env.Stdout, snap.Tasks)
 	}
-	writeTaskList(r.env.Stdout, tasks, time.Now())
+	writeTaskList(r.env.Stdout, snap.Tasks, time.Now())
+	ctx, cancel := r.opCtx()
+	defer cancel()
 	groups, err := a.Groups(ctx)
 	if err != nil {
 		return err
@@ -228,7 +228,9 @@ func (r *runner) taskShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	redactStatus(&ts)
+	if ts.Spec != nil {
+		ts.Spec = ts.Spec.Redacted()
+	}
 	if r.json {
 		return writeJSON(r.env.Stdout, ts)
 	}

@@ -12,24 +12,6 @@ import (
 	"github.com/shepherd-dev/shepherd/core"
 )
 
-// redactedPassword replaces passwords in task output: anyone who may read
-// the task node may see them, but terminals and pasted output need not.
-const redactedPassword = "***"
-
-// redactStatus hides the passwords of a task's spec.
-func redactStatus(ts *core.TaskStatus) {
-	if ts.Spec == nil {
-		return
-	}
-	sp := *ts.Spec
-	for _, e := range []*core.Endpoint{&sp.Source, &sp.Target} {
-		if e.Password != "" {
-			e.Password = redactedPassword
-		}
-	}
-	ts.Spec = &sp
-}
-
 // standbyText is "hot" or "cold in group g".
 func standbyText(sp *core.Spec) string {
 	if sp.Standby.Mode == core.ModeCold {

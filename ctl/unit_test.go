@@ -155,22 +155,6 @@ func TestZkErrorText(t *testing.T) {
 	}
 }
 
-func TestFirstServer(t *testing.T) {
-	for in, want := range map[string]string{
-		"h:1":            "h:1",
-		"h:1,g:2":        "h:1",
-		"h:1,g:2/chroot": "h:1",
-		"[::1]:2181/a":   "[::1]:2181",
-		"h":              "",
-		"/chroot":        "",
-	} {
-		got, err := firstServer(in)
-		if got != want || (want == "") != (err != nil) {
-			t.Errorf("firstServer(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-}
-
 func TestFourLetterValues(t *testing.T) {
 	got := fourLetterValues("mntr", "zk_version\t3.8.0\nzk_avg_latency\t0.5\nzk_znode_count\t7\n")
 	if got["zk_version"] != "3.8.0" || got["zk_avg_latency"] != 0.5 || got["zk_znode_count"] != int64(7) {

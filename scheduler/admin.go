@@ -15,16 +15,23 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 )
 
-// The functions below are the administration of jobs — what `shepherd
-// ctl job` does — over any Session.
+// Admin manages jobs in the coordination tree: the operations behind
+// `shepherd ctl job …`, the console and the monitor's reads. Every call
+// retries the coordination server's transient errors (Session.Retry).
+type Admin struct {
+	s *recipe.Session
+}
+
+// NewAdmin returns an Admin of the jobs stored through s.
+func NewAdmin(s *recipe.Session) *Admin { return &Admin{s: s} }
 
 // StoreJob validates j and writes it to /scheduler/jobs/<name>, replacing
 // a stored job of that name. Every scheduler picks it up.
-func StoreJob(ctx context.Context, s *recipe.Session, j Job) error {
+func (a *Admin) StoreJob(ctx context.Context, j Job) error {
 	if err := j.Validate(); err != nil {
 		return err
 	}
-	data := j.Encode()
+	s, data := a.s, j.Encode()
 	return s.Retry(ctx, func() error {
 		if err := s.EnsurePath(ctx, JobsPath); err != nil {
 			return err
@@ -37,42 +44,12 @@ func StoreJob(ctx context.Context, s *recipe.Session, j Job) error {
 	})
 }
 
-// StoredJobs returns the jobs stored in /scheduler/jobs by name; a stored
-// job that does not decode is returned in bad with its error.
-func StoredJobs(ctx context.Context, s *recipe.Session) (jobs []Job, bad map[string]error, err error) {
-	var names []string
-	err = s.Retry(ctx, func() (err error) {
-		names, _, err = s.Children(ctx, JobsPath)
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	slices.Sort(names)
-	bad = map[string]error{}
-	for _, n := range names {
-		j, err := LoadJob(ctx, s, n)
-		switch {
-		case errors.Is(err, ErrNoSuchJob):
-		case errors.Is(err, ErrInvalidJob):
-			bad[n] = err
-		case err != nil:
-			return nil, nil, err
-		default:
-			jobs = append(jobs, j)
-		}
-	}
-	return jobs, bad, nil
-}
-
-// LoadJob reads one stored job.
-func LoadJob(ctx context.Context, s *recipe.Session, name string) (Job, error) {
+// LoadJob reads one stored job: ErrNoSuchJob if it is not stored,
+// ErrInvalidJob if it does not decode or names another job.
+func (a *Admin) LoadJob(ctx context.Context, name string) (Job, error) {
 	var data []byte
-	err := s.Retry(ctx, func() (err error) {
-		data, _, err = s.Get(ctx, JobPath(name))
+	err := a.s.Retry(ctx, func() (err error) {
+		data, _, err = a.s.Get(ctx, JobPath(name))
 		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
@@ -81,27 +58,43 @@ func LoadJob(ctx context.Context, s *recipe.Session, name string) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	return DecodeJob(data)
+	return decodeStoredJob(name, data)
+}
+
+// decodeStoredJob is the one decoder of /scheduler/jobs/<name>, used by
+// the scheduler and by every reader: a job whose stored name is not its
+// node's name is refused, since the scheduler would otherwise fire it
+// under one name and record its runs under the other.
+func decodeStoredJob(name string, data []byte) (Job, error) {
+	j, err := DecodeJob(data)
+	if err != nil {
+		return Job{}, fmt.Errorf("%s: %w", JobPath(name), err)
+	}
+	if j.Name != name {
+		return Job{}, fmt.Errorf("%w: stored at %s but named %q: store it again under its name (shepherd ctl job add) and remove this one (shepherd ctl job rm %s)",
+			ErrInvalidJob, JobPath(name), j.Name, name)
+	}
+	return j, nil
 }
 
 // RemoveJob deletes a stored job and its paused flag; its run history
 // stays until deleted with the runs.
-func RemoveJob(ctx context.Context, s *recipe.Session, name string) error {
-	err := s.Retry(ctx, func() error { return s.Delete(ctx, JobPath(name), -1) })
+func (a *Admin) RemoveJob(ctx context.Context, name string) error {
+	err := a.s.Retry(ctx, func() error { return a.s.Delete(ctx, JobPath(name), -1) })
 	if errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("%w: %q is not stored in %s", ErrNoSuchJob, name, JobsPath)
 	}
 	if err != nil {
 		return err
 	}
-	return SetPaused(ctx, s, name, false)
+	return a.SetPaused(ctx, name, false)
 }
 
 // SetPaused pauses or resumes a job (stored or from a jobs file) on every
 // scheduler. A paused job does not fire; when resumed, the runs it missed
 // are caught up as after a downtime (StartingDeadline).
-func SetPaused(ctx context.Context, s *recipe.Session, name string, paused bool) error {
-	p := PausedPath + "/" + name
+func (a *Admin) SetPaused(ctx context.Context, name string, paused bool) error {
+	s, p := a.s, PausedPath+"/"+name
 	if !namePattern.MatchString(name) {
 		return fmt.Errorf("%w: job name %q", ErrInvalidJob, name)
 	}
@@ -125,10 +118,10 @@ func SetPaused(ctx context.Context, s *recipe.Session, name string, paused bool)
 }
 
 // Paused reports whether a job is paused.
-func Paused(ctx context.Context, s *recipe.Session, name string) (bool, error) {
+func (a *Admin) Paused(ctx context.Context, name string) (bool, error) {
 	var ok bool
-	err := s.Retry(ctx, func() (err error) {
-		ok, _, err = s.Exists(ctx, PausedPath+"/"+name)
+	err := a.s.Retry(ctx, func() (err error) {
+		ok, _, err = a.s.Exists(ctx, PausedPath+"/"+name)
 		return err
 	})
 	return ok, err
@@ -138,11 +131,11 @@ func Paused(ctx context.Context, s *recipe.Session, name string) (bool, error) {
 // key "manual-<UTC time>" (RunKeyLayout, e.g.
 // manual-2026-11-25T13:01:27.405Z), and returns that key. It runs once,
 // on one scheduler that knows the job, whether or not the job is paused.
-func Trigger(ctx context.Context, s *recipe.Session, name string, now time.Time) (string, error) {
+func (a *Admin) Trigger(ctx context.Context, name string, now time.Time) (string, error) {
 	if !namePattern.MatchString(name) {
 		return "", fmt.Errorf("%w: job name %q", ErrInvalidJob, name)
 	}
-	key := ManualPrefix + now.UTC().Format(RunKeyLayout)
+	s, key := a.s, ManualPrefix+now.UTC().Format(RunKeyLayout)
 	data := []byte(now.Format(time.RFC3339Nano))
 	err := s.Retry(ctx, func() error {
 		if err := s.EnsurePath(ctx, TriggersPath); err != nil {
@@ -157,11 +150,22 @@ func Trigger(ctx context.Context, s *recipe.Session, name string, now time.Time)
 	return key, err
 }
 
+// ReadResult returns a run's result; found is false if it has none yet.
+func (a *Admin) ReadResult(ctx context.Context, job, key string) (r Result, found bool, err error) {
+	return readResult(ctx, a.s, job, key)
+}
+
+// Runs lists a job's runs with their results (nil while running or never
+// run), oldest first by scheduled time.
+func (a *Admin) Runs(ctx context.Context, job string) ([]RunInfo, error) {
+	return listRuns(ctx, a.s, job)
+}
+
 // Schedulers returns what the running schedulers publish (SchedulerInfo),
 // sorted by host and pid. A node that does not decode is skipped: it is
 // only informative.
-func Schedulers(ctx context.Context, s *recipe.Session) ([]SchedulerInfo, error) {
-	ms, err := recipe.Members(ctx, s, SchedulersPath)
+func (a *Admin) Schedulers(ctx context.Context) ([]SchedulerInfo, error) {
+	ms, err := recipe.Members(ctx, a.s, SchedulersPath)
 	if err != nil {
 		return nil, err
 	}
@@ -181,69 +185,194 @@ func Schedulers(ctx context.Context, s *recipe.Session) ([]SchedulerInfo, error)
 	return out, nil
 }
 
-// JobEntry is one job some scheduler fires, as ListJobs finds it.
-type JobEntry struct {
-	// Job is the definition in effect: the stored one if there is one,
-	// else that of the first scheduler (by host) whose file defines it,
-	// with environment values redacted (RedactedEnv).
-	Job Job
-	// Stored: the job is in /scheduler/jobs, which wins over the jobs
-	// files on every scheduler.
-	Stored bool
-	// FileHosts are the running schedulers whose jobs file defines the
-	// job (overridden by the stored job when Stored).
-	FileHosts []string
+// JobStatus is a job as operators see it: its definition in effect, where
+// it comes from, whether it is paused, when it fires next and its runs.
+type JobStatus struct {
+	Name string `json:"name"`
+	// Job is the definition in effect: the stored one, or that of the
+	// first scheduler (by host) whose jobs file defines it, which wins
+	// over a stored one of its name. Environment values are redacted.
+	Job Job `json:"job"`
+	// Stored: a job of this name is in /scheduler/jobs.
+	Stored bool `json:"stored"`
+	// FileHosts are the running schedulers whose jobs file defines it.
+	FileHosts []string `json:"fileHosts,omitempty"`
 	// Differs: those file definitions are not all the same, so each
-	// scheduler fires its own (unless Stored). Environment values are
-	// not compared: they are not published.
-	Differs bool
-	// Err is why a stored job does not decode; Job then has only a name.
-	Err error
+	// scheduler fires its own. Environment values are not compared:
+	// they are not published.
+	Differs bool `json:"differs,omitempty"`
+	// Error is why the stored job is refused (does not decode, or names
+	// another job); Job then has only its name unless a file defines it.
+	Error  string `json:"error,omitempty"`
+	Paused bool   `json:"paused"`
+	// Next are the next fire times (up to MaxNext), on the job's schedule.
+	Next []time.Time `json:"next,omitempty"`
+	// Runs are newest first, up to the reader's limit.
+	Runs []RunInfo `json:"runs"`
 }
 
-// ListJobs returns every job a scheduler fires, by name: the stored jobs
-// and the jobs of the files of the running schedulers. A file job is
-// listed while at least one scheduler that has it in its file runs.
-func ListJobs(ctx context.Context, s *recipe.Session) ([]JobEntry, error) {
-	stored, bad, err := StoredJobs(ctx, s)
+// MaxNext is how many fire times JobStatus.Next holds.
+const MaxNext = 5
+
+// DefaultRunsPerJob is how many runs JobStatus.Runs holds by default.
+const DefaultRunsPerJob = 20
+
+// Last returns the newest finished run's result, or nil.
+func (js *JobStatus) Last() *Result {
+	for _, r := range js.Runs {
+		if r.Result != nil {
+			return r.Result
+		}
+	}
+	return nil
+}
+
+// Running returns the keys of the runs without a result whose master
+// holds the binding, oldest first.
+func (js *JobStatus) Running() []string {
+	var out []string
+	for _, r := range slices.Backward(js.Runs) {
+		if r.Result == nil && r.Running {
+			out = append(out, r.RunKey)
+		}
+	}
+	return out
+}
+
+// Source says where the job comes from, in words: "stored",
+// "file(host,…)", with "DIFFERS" or "stored one refused" when so.
+func (js *JobStatus) Source() string {
+	files := "file(" + strings.Join(js.FileHosts, ",") + ")"
+	switch {
+	case js.Stored && len(js.FileHosts) > 0:
+		return files + ", stored one refused"
+	case js.Stored:
+		return "stored"
+	case js.Differs:
+		return files + " DIFFERS"
+	}
+	return files
+}
+
+// Jobs returns the status of every job a scheduler fires, by name: the
+// stored jobs (refused ones with their Error) and the jobs of the files
+// of the running schedulers, each with up to runs runs (0:
+// DefaultRunsPerJob). A file job is listed while at least one scheduler
+// that has it in its file runs.
+func (a *Admin) Jobs(ctx context.Context, runs int) ([]JobStatus, error) {
+	var names []string
+	err := a.s.Retry(ctx, func() (err error) {
+		names, _, err = a.s.Children(ctx, JobsPath)
+		return err
+	})
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, err
+	}
+	byName := map[string]*JobStatus{}
+	for _, n := range names {
+		j, err := a.LoadJob(ctx, n)
+		switch {
+		case errors.Is(err, ErrNoSuchJob): // deleted as we looked
+		case errors.Is(err, ErrInvalidJob):
+			byName[n] = &JobStatus{Name: n, Job: Job{Name: n}, Stored: true, Error: err.Error()}
+		case err != nil:
+			return nil, err
+		default:
+			byName[n] = &JobStatus{Name: n, Job: j, Stored: true}
+		}
+	}
+	scheds, err := a.Schedulers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	scheds, err := Schedulers(ctx, s)
+	addFileJobs(byName, scheds, "")
+	out := make([]JobStatus, 0, len(byName))
+	for _, js := range byName {
+		if err := a.fill(ctx, js, runs); err != nil {
+			return nil, err
+		}
+		out = append(out, *js)
+	}
+	slices.SortFunc(out, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Job returns the status of one job: ErrNoSuchJob when it is neither
+// stored, nor in a running scheduler's file, nor has runs. A stored job
+// that is refused is returned with its Error.
+func (a *Admin) Job(ctx context.Context, name string, runs int) (JobStatus, error) {
+	js := JobStatus{Name: name, Job: Job{Name: name}}
+	j, err := a.LoadJob(ctx, name)
+	switch {
+	case errors.Is(err, ErrNoSuchJob):
+	case errors.Is(err, ErrInvalidJob):
+		js.Stored, js.Error = true, err.Error()
+	case err != nil:
+		return js, err
+	default:
+		js.Stored, js.Job = true, j
+	}
+	scheds, err := a.Schedulers(ctx)
 	if err != nil {
-		return nil, err
+		return js, err
 	}
-	byName := map[string]*JobEntry{}
-	for _, j := range stored {
-		byName[j.Name] = &JobEntry{Job: j, Stored: true}
+	addFileJobs(map[string]*JobStatus{name: &js}, scheds, name)
+	if err := a.fill(ctx, &js, runs); err != nil {
+		return js, err
 	}
-	for name, e := range bad {
-		byName[name] = &JobEntry{Job: Job{Name: name}, Stored: true, Err: e}
+	if !js.Stored && len(js.FileHosts) == 0 && len(js.Runs) == 0 {
+		return js, fmt.Errorf("%w: %q is not stored in %s and no running scheduler has it in its jobs file", ErrNoSuchJob, name, JobsPath)
 	}
+	return js, nil
+}
+
+// addFileJobs adds the jobs of the schedulers' files to byName (those
+// named only, if only is set): a job already there gets the file hosts.
+func addFileJobs(byName map[string]*JobStatus, scheds []SchedulerInfo, only string) {
 	first := map[string][]byte{} // the first file definition of each name
 	for _, in := range scheds {
 		for _, j := range in.FileJobs {
-			e := byName[j.Name]
-			if e == nil {
-				e = &JobEntry{Job: j}
-				byName[j.Name] = e
+			if only != "" && j.Name != only {
+				continue
 			}
-			if !slices.Contains(e.FileHosts, in.Host) {
-				e.FileHosts = append(e.FileHosts, in.Host)
+			js := byName[j.Name]
+			if js == nil {
+				js = &JobStatus{Name: j.Name}
+				byName[j.Name] = js
+			}
+			if !slices.Contains(js.FileHosts, in.Host) {
+				js.FileHosts = append(js.FileHosts, in.Host)
 			}
 			enc := j.Encode()
 			if f, ok := first[j.Name]; !ok {
 				first[j.Name] = enc
-				e.Job = j // a file job wins over a stored one of its name, which schedulers refuse
+				js.Job = j // a file job wins over a stored one of its name, which schedulers refuse
 			} else if !bytes.Equal(f, enc) {
-				e.Differs = true
+				js.Differs = true
 			}
 		}
 	}
-	out := make([]JobEntry, 0, len(byName))
-	for _, e := range byName {
-		out = append(out, *e)
+}
+
+// fill reads a job's paused flag and runs, computes its next fire
+// times and redacts its environment.
+func (a *Admin) fill(ctx context.Context, js *JobStatus, runs int) error {
+	var err error
+	if js.Paused, err = a.Paused(ctx, js.Name); err != nil {
+		return err
 	}
-	slices.SortFunc(out, func(a, b JobEntry) int { return strings.Compare(a.Job.Name, b.Job.Name) })
-	return out, nil
+	all, err := a.Runs(ctx, js.Name)
+	if err != nil {
+		return err
+	}
+	if runs <= 0 {
+		runs = DefaultRunsPerJob
+	}
+	slices.Reverse(all)
+	js.Runs = all[:min(len(all), runs)]
+	js.Job = js.Job.Redacted()
+	if p, err := compile(js.Job); err == nil && js.Job.Schedule != "" {
+		js.Next = p.next(time.Now(), MaxNext)
+	}
+	return nil
 }

@@ -36,7 +36,7 @@ func sortRuns(runs []RunInfo) {
 // limit. Runs still running are never touched. Best effort: a failure is
 // logged and retried after the next run.
 func (sc *Scheduler) cleanup(ctx context.Context, p *plan) {
-	runs, err := Runs(ctx, sc.sess, p.Name)
+	runs, err := listRuns(ctx, sc.sess, p.Name)
 	if err != nil {
 		sc.log.Warn("history cleanup: list runs", "job", p.Name, "err", err)
 		return

@@ -283,6 +283,44 @@ func compile(j Job) (*plan, error) {
 	return p, nil
 }
 
+// next returns the n fire times after t.
+func (p *plan) next(t time.Time, n int) []time.Time {
+	var out []time.Time
+	for t = p.sched.Next(t); !t.IsZero() && len(out) < n; t = p.sched.Next(t) {
+		out = append(out, t)
+	}
+	return out
+}
+
+// RedactedValue stands for an environment value of a stored job in what
+// readers show (JobStatus): a job's environment may carry secrets.
+const RedactedValue = "***"
+
+// Redacted returns the job with every environment value replaced by
+// RedactedValue (those a scheduler published as RedactedEnv stay so).
+func (j Job) Redacted() Job {
+	return j.withEnv(func(v string) string {
+		if v == RedactedEnv {
+			return v
+		}
+		return RedactedValue
+	})
+}
+
+// withEnv returns the job with each environment value v replaced by
+// value(v), in a map of its own.
+func (j Job) withEnv(value func(string) string) Job {
+	if len(j.Env) == 0 {
+		return j
+	}
+	env := make(map[string]string, len(j.Env))
+	for k, v := range j.Env {
+		env[k] = value(v)
+	}
+	j.Env = env
+	return j
+}
+
 // anchoredEvery is @every counted from the Unix epoch.
 type anchoredEvery struct{ d time.Duration }
 

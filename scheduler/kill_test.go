@@ -106,7 +106,7 @@ func TestMasterKilledMidRun(t *testing.T) {
 		}
 		var r Result
 		checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-			got, ok, err := ReadResult(context.Background(), obs, "batch", key)
+			got, ok, err := readResult(context.Background(), obs, "batch", key)
 			if err != nil || !ok {
 				return fmt.Errorf("no result yet (%v)", err)
 			}

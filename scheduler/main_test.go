@@ -213,7 +213,7 @@ func checkFor(t *testing.T, total, poll time.Duration, f func() error) {
 // finished returns the job's runs that have a result.
 func finished(t *testing.T, s *recipe.Session, job string) []RunInfo {
 	t.Helper()
-	runs, err := Runs(context.Background(), s, job)
+	runs, err := listRuns(context.Background(), s, job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func lines(t *testing.T, path string) []string {
 // trigger asks for a run now, as `shepherd ctl job run-now` does.
 func trigger(t *testing.T, s *recipe.Session, job string) string {
 	t.Helper()
-	key, err := Trigger(context.Background(), s, job, time.Now())
+	key, err := NewAdmin(s).Trigger(context.Background(), job, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

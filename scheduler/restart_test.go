@@ -34,7 +34,7 @@ func TestRunSurvivesServerRestart(t *testing.T) {
 			srv.Restart(t)
 			var r Result
 			checkFor(t, 2*restartSessionTimeout, 100*time.Millisecond, func() error {
-				got, ok, err := ReadResult(context.Background(), s, "batch", key)
+				got, ok, err := readResult(context.Background(), s, "batch", key)
 				if !ok {
 					return fmt.Errorf("no result (%v)", err)
 				}

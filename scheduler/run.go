@@ -29,7 +29,7 @@ func (sc *Scheduler) settle(ctx context.Context, p *plan, key string, scheduled 
 		return Result{}, fmt.Errorf("scheduler: job %s run %s: %w", p.Name, key, err)
 	}
 	for {
-		if r, ok, err := ReadResult(ctx, s, p.Name, key); err != nil || ok {
+		if r, ok, err := readResult(ctx, s, p.Name, key); err != nil || ok {
 			return r, err
 		}
 		won, err := sc.elect(ctx, p.Name, key, scheduled)
@@ -146,7 +146,7 @@ func (sc *Scheduler) master(ctx context.Context, p *plan, key string, scheduled 
 	log := sc.log.With("job", job, "run", key)
 	// A master that lost its session may have published just before its
 	// binding went away.
-	if r, ok, err := ReadResult(ctx, s, job, key); err != nil || ok {
+	if r, ok, err := readResult(ctx, s, job, key); err != nil || ok {
 		sc.resign(ctx, job, key)
 		return r, err
 	}
@@ -196,7 +196,7 @@ func (sc *Scheduler) master(ctx context.Context, p *plan, key string, scheduled 
 		}
 		// A master that lost its session just before this one won may have
 		// published since the first check.
-		if r, ok, err := ReadResult(runCtx, s, job, key); err != nil || ok {
+		if r, ok, err := readResult(runCtx, s, job, key); err != nil || ok {
 			sc.resign(ctx, job, key)
 			return r, sc.masterErr(runCtx, err)
 		}
@@ -343,7 +343,7 @@ func (sc *Scheduler) publish(ctx context.Context, p *plan, r Result, aver int32)
 		_, err := s.Multi(pctx, ops...)
 		if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 			// Our own earlier try may have gone through.
-			got, ok, rerr := ReadResult(pctx, s, r.Job, r.RunKey)
+			got, ok, rerr := readResult(pctx, s, r.Job, r.RunKey)
 			if rerr == nil && ok && got.Host == r.Host && got.Attempt == r.Attempt && got.Start.Equal(r.Start) {
 				return nil
 			}
@@ -451,7 +451,7 @@ func (sc *Scheduler) applyPolicy(ctx context.Context, p *plan, key string, base 
 // have a master and no result. Only earlier runs count, as in
 // Kubernetes: two runs starting together cannot both skip each other.
 func (sc *Scheduler) activeRuns(ctx context.Context, job, key string, scheduled time.Time) ([]string, error) {
-	runs, err := Runs(ctx, sc.sess, job)
+	runs, err := listRuns(ctx, sc.sess, job)
 	if err != nil {
 		return nil, err
 	}

@@ -259,13 +259,7 @@ const leaveTimeout = 5 * time.Second
 func (sc *Scheduler) info() SchedulerInfo {
 	in := SchedulerInfo{Version: 1, Host: sc.host, PID: sc.pid, Started: sc.now().UTC(), JobsFile: sc.opts.JobsFile, FileJobs: []Job{}}
 	for _, j := range sc.opts.Jobs {
-		if len(j.Env) > 0 {
-			env := make(map[string]string, len(j.Env))
-			for k := range j.Env {
-				env[k] = RedactedEnv
-			}
-			j.Env = env
-		}
+		j = j.withEnv(func(string) string { return RedactedEnv })
 		j.Version = 1
 		in.FileJobs = append(in.FileJobs, j)
 	}
@@ -332,10 +326,7 @@ func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, 
 			return st, err
 		}
 		forward(ch)
-		j, err := DecodeJob(data)
-		if err == nil && j.Name != n {
-			err = fmt.Errorf("%w: stored at %s but named %q", ErrInvalidJob, JobPath(n), j.Name)
-		}
+		j, err := decodeStoredJob(n, data)
 		if _, ok := st.jobs[n]; ok && err == nil {
 			err = fmt.Errorf("%w: %s: the --jobs file defines a job %q too, and the file wins; remove one of them (shepherd ctl job rm %s, or rename it)",
 				ErrJobRefused, JobPath(n), n, n)

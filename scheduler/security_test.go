@@ -36,7 +36,7 @@ func TestAttackPreCreatedJobs(t *testing.T) {
 		dir := t.TempDir()
 		evil, good := filepath.Join(dir, "evil"), filepath.Join(dir, "good")
 		anon := dialAnon(t, connect)
-		if err := StoreJob(ctx, anon, appendJob("open", "* * * * * *", evil, "")); err != nil {
+		if err := NewAdmin(anon).StoreJob(ctx, appendJob("open", "* * * * * *", evil, "")); err != nil {
 			t.Fatal(err)
 		}
 		owner, _ := recipe.ParseCredential(coordtest.Auth)
@@ -44,13 +44,13 @@ func TestAttackPreCreatedJobs(t *testing.T) {
 		if _, err := anon.Create(ctx, JobPath("forged"), forged.Encode(), 0, zk.DigestACL(zk.PermAll, owner.User, owner.Password)); err != nil {
 			t.Fatal(err)
 		}
-		trigger, err := Trigger(ctx, anon, "tick", time.Now())
+		trigger, err := NewAdmin(anon).Trigger(ctx, "tick", time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
 		trusted := dial(t, connect)
 		// A trusted stored job may not replace a file job either.
-		if err := StoreJob(ctx, trusted, appendJob("tick", "* * * * * *", evil, "")); err != nil {
+		if err := NewAdmin(trusted).StoreJob(ctx, appendJob("tick", "* * * * * *", evil, "")); err != nil {
 			t.Fatal(err)
 		}
 
@@ -108,10 +108,10 @@ func TestAttackSecuredTree(t *testing.T) {
 			key = runs[0].RunKey
 			return nil
 		})
-		if err := StoreJob(ctx, anon, appendJob("evil", "* * * * * *", out+".evil", "")); !errors.Is(err, zk.ErrNoAuth) {
+		if err := NewAdmin(anon).StoreJob(ctx, appendJob("evil", "* * * * * *", out+".evil", "")); !errors.Is(err, zk.ErrNoAuth) {
 			t.Errorf("anonymous job store: %v, want ErrNoAuth", err)
 		}
-		if _, err := Trigger(ctx, anon, "tick", time.Now()); !errors.Is(err, zk.ErrNoAuth) {
+		if _, err := NewAdmin(anon).Trigger(ctx, "tick", time.Now()); !errors.Is(err, zk.ErrNoAuth) {
 			t.Errorf("anonymous trigger: %v, want ErrNoAuth", err)
 		}
 		if _, _, err := anon.Get(ctx, ResultPath("tick", key)); !errors.Is(err, zk.ErrNoAuth) {

@@ -115,8 +115,8 @@ type marker struct {
 	LastScheduled time.Time `json:"lastScheduled"`
 }
 
-// ReadResult returns a run's result; found is false if it has none yet.
-func ReadResult(ctx context.Context, s *recipe.Session, job, key string) (r Result, found bool, err error) {
+// readResult returns a run's result; found is false if it has none yet.
+func readResult(ctx context.Context, s *recipe.Session, job, key string) (r Result, found bool, err error) {
 	var data []byte
 	err = s.Retry(ctx, func() (err error) {
 		data, _, err = s.Get(ctx, ResultPath(job, key))
@@ -134,9 +134,9 @@ func ReadResult(ctx context.Context, s *recipe.Session, job, key string) (r Resu
 	return r, true, nil
 }
 
-// Runs lists a job's run keys with their results (nil while running or
-// never run), oldest first by scheduled time.
-func Runs(ctx context.Context, s *recipe.Session, job string) ([]RunInfo, error) {
+// listRuns lists a job's run keys with their results (nil while running
+// or never run), oldest first by scheduled time.
+func listRuns(ctx context.Context, s *recipe.Session, job string) ([]RunInfo, error) {
 	var keys []string
 	err := s.Retry(ctx, func() (err error) {
 		keys, _, err = s.Children(ctx, RunsPath(job))
@@ -151,7 +151,7 @@ func Runs(ctx context.Context, s *recipe.Session, job string) ([]RunInfo, error)
 	out := make([]RunInfo, 0, len(keys))
 	for _, k := range keys {
 		ri := RunInfo{Job: job, RunKey: k}
-		r, ok, err := ReadResult(ctx, s, job, k)
+		r, ok, err := readResult(ctx, s, job, k)
 		if err != nil {
 			return nil, err
 		}
@@ -171,11 +171,11 @@ func Runs(ctx context.Context, s *recipe.Session, job string) ([]RunInfo, error)
 	return out, nil
 }
 
-// RunInfo is one run as Runs lists it.
+// RunInfo is one run as Admin.Runs lists it.
 type RunInfo struct {
-	Job       string
-	RunKey    string
-	Scheduled time.Time // zero until the run has a result
-	Running   bool      // a master holds the binding
-	Result    *Result
+	Job       string    `json:"job"`
+	RunKey    string    `json:"runKey"`
+	Scheduled time.Time `json:"scheduled,omitzero"` // zero until the run has a result
+	Running   bool      `json:"running"`            // a master holds the binding
+	Result    *Result   `json:"result,omitempty"`
 }

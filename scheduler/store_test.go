@@ -45,7 +45,7 @@ func TestStaleMasterCannotPublish(t *testing.T) {
 		if !errors.Is(err, ErrNotMaster) {
 			t.Fatalf("stale publish = %v, want ErrNotMaster", err)
 		}
-		if _, ok, _ := ReadResult(ctx, next.sess, "j", key); ok {
+		if _, ok, _ := readResult(ctx, next.sess, "j", key); ok {
 			t.Fatal("the stale master's result was stored")
 		}
 	})
@@ -115,7 +115,7 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 		startScheduler(t, connect, Options{Host: "a"}, nil)
 		s := dial(t, connect)
 		job := appendJob("stored", "* * * * * *", out, `case $SHEPHERD_RUN_KEY in manual-*) sleep 3;; esac`)
-		if err := StoreJob(ctx, s, job); err != nil {
+		if err := NewAdmin(s).StoreJob(ctx, job); err != nil {
 			t.Fatal(err)
 		}
 		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
@@ -124,13 +124,13 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 			}
 			return nil
 		})
-		if err := SetPaused(ctx, s, "stored", true); err != nil {
+		if err := NewAdmin(s).SetPaused(ctx, "stored", true); err != nil {
 			t.Fatal(err)
 		}
 		pausedAt := time.Now()
 		key := trigger(t, s, "stored")
 		checkFor(t, 20*time.Second, 100*time.Millisecond, func() error {
-			if _, ok, err := ReadResult(ctx, s, "stored", key); !ok {
+			if _, ok, err := readResult(ctx, s, "stored", key); !ok {
 				return fmt.Errorf("manual run of a paused job has no result (%v)", err)
 			}
 			return nil
@@ -140,7 +140,7 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 				t.Errorf("run %s scheduled at %v ran while the job was paused (since %v)", r.RunKey, r.Scheduled, pausedAt)
 			}
 		}
-		if err := SetPaused(ctx, s, "stored", false); err != nil {
+		if err := NewAdmin(s).SetPaused(ctx, "stored", false); err != nil {
 			t.Fatal(err)
 		}
 		resumedAt := time.Now()
@@ -152,10 +152,10 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 			}
 			return fmt.Errorf("no run after resuming")
 		})
-		if err := RemoveJob(ctx, s, "stored"); err != nil {
+		if err := NewAdmin(s).RemoveJob(ctx, "stored"); err != nil {
 			t.Fatal(err)
 		}
-		if err := RemoveJob(ctx, s, "stored"); !errors.Is(err, ErrNoSuchJob) {
+		if err := NewAdmin(s).RemoveJob(ctx, "stored"); !errors.Is(err, ErrNoSuchJob) {
 			t.Errorf("second RemoveJob = %v, want ErrNoSuchJob", err)
 		}
 		if ok, _, _ := s.Exists(ctx, PausedPath+"/stored"); ok {

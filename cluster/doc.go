@@ -1,0 +1,25 @@
+// Package cluster is the one read model of a Shepherd cluster: a
+// Snapshot of its tasks, jobs, schedulers, collectors, sources and
+// coordination servers, read at one time, that `shepherd ctl` (its list,
+// show and status verbs, and --json), the console's HTTP API and the
+// monitor's rules all see, so the three never disagree.
+//
+// It owns no znode and decodes none: every section comes from the Admin
+// of the domain package that owns those nodes (core for
+// /mysql_replicator, scheduler for /scheduler and /master_election,
+// collector for /logs) and from coord/coordhealth for the servers'
+// health. It must never write to the tree: actions go through those
+// Admins, as the matching ctl verb does.
+//
+// A Reader reads a snapshot now; a Poller is a Feed that keeps the
+// newest one, re-reading on an interval and at once when a watch on the
+// task, job, scheduler or collector roots fires; Fixed is a Reader and
+// Feed serving a snapshot a test sets, for the tests of the console and
+// the monitor.
+//
+// # Concurrency
+//
+// A Snapshot is never changed once handed out: readers share it without
+// locks. feed.mu guards the newest snapshot and the subscribers; it is
+// never held while reading the cluster.
+package cluster
