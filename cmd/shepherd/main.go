@@ -30,6 +30,7 @@ func main() {
 			coreCommand(),
 			collectorCommand(),
 			schedulerCommand(),
+			monitorCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
