@@ -35,6 +35,12 @@ type evaluation struct {
 	risk   map[string]bool    // BinlogPurgeRisk by task
 	purged map[string]bool
 	firing map[[2]string]int // by rule, severity
+	// unchanged is how long each task's lastCommit has stayed where it
+	// is; ahead whether its source is past it.
+	unchanged map[string]float64
+	ahead     map[string]bool
+	// running is, by job, how long its oldest running run has run.
+	running map[string]float64
 }
 
 func newMetrics(m *Monitor) *metrics {
@@ -57,11 +63,26 @@ func (x *metrics) notification(channel string, err error) {
 
 // observe records an evaluation's measures.
 func (x *metrics) observe(in *Input, findings []Finding, alerts map[string]*Alert) {
-	ev := &evaluation{at: in.Now, lag: map[string]float64{}, risk: map[string]bool{}, purged: map[string]bool{}, firing: map[[2]string]int{}}
+	ev := &evaluation{at: in.Now, lag: map[string]float64{}, risk: map[string]bool{}, purged: map[string]bool{}, firing: map[[2]string]int{},
+		unchanged: map[string]float64{}, ahead: map[string]bool{}, running: map[string]float64{}}
 	for _, ts := range in.Snap.Tasks {
+		if h := in.History.Tasks[ts.Name]; h != nil && ts.LastCommit != nil {
+			ev.unchanged[ts.Name] = in.Now.Sub(h.CheckpointSince).Seconds()
+			if r, ok := in.Sources[ts.Name]; ok && r.Err == "" {
+				c, ok := comparePos(ts.LastCommit.Position(), r.Current())
+				ev.ahead[ts.Name] = ok && c < 0
+			}
+		}
 		if pos, reported, ok := taskPosition(ts); ok {
 			if lag, known := in.History.Tasks[ts.Name].lag(pos, reported, in.Now); known {
 				ev.lag[ts.Name] = lag.Seconds()
+			}
+		}
+	}
+	for _, js := range in.Snap.Jobs {
+		for _, r := range js.Runs {
+			if start, ok := runStart(in, r); ok && r.Running && r.Result == nil {
+				ev.running[js.Name] = max(ev.running[js.Name], in.Now.Sub(start).Seconds())
 			}
 		}
 	}
@@ -84,6 +105,14 @@ func (x *metrics) observe(in *Input, findings []Finding, alerts map[string]*Aler
 	x.evaluations.Inc()
 }
 
+func (ev *evaluation) runningOf(job string) (float64, bool) {
+	if ev == nil {
+		return 0, false
+	}
+	v, ok := ev.running[job]
+	return v, ok
+}
+
 // The cluster-wide metrics' descriptions.
 var (
 	descTaskUp            = desc("shepherd_task_running", "1 if an instance of the task is RUNNING.", "task")
@@ -102,6 +131,9 @@ var (
 	descJobLastDuration   = desc("shepherd_job_last_duration_seconds", "Duration of the job's newest finished run.", "job")
 	descJobLastStatus     = desc("shepherd_job_last_status", "1 for the status of the job's newest finished run.", "job", "status")
 	descJobRunning        = desc("shepherd_job_running", "Runs of the job in progress.", "job")
+	descJobRunningSeconds = desc("shepherd_job_running_seconds", "How long the job's oldest run in progress has run (active monitor's measure).", "job")
+	descUnchanged         = desc("shepherd_task_checkpoint_unchanged_seconds", "How long the task's lastCommit position has not moved (active monitor's measure).", "task")
+	descSourceAhead       = desc("shepherd_task_source_ahead", "1 if the task's source is past its lastCommit position (active monitor's reading).", "task")
 	descCollectorAlive    = desc("shepherd_collector_alive", "1 if the collector is alive by the assigner's rule.", "collector")
 	descCollectorLeaving  = desc("shepherd_collector_leaving", "1 if the collector was stopped on purpose.", "collector")
 	descCollectorLag      = desc("shepherd_collector_lag_bytes", "Bytes the collector knows it has not collected yet.", "collector")
@@ -181,6 +213,12 @@ func (x *metrics) Collect(ch chan<- prometheus.Metric) {
 			if lag, ok := ev.lag[ts.Name]; ok {
 				g(descTaskLag, lag, ts.Name)
 			}
+			if v, ok := ev.unchanged[ts.Name]; ok {
+				g(descUnchanged, v, ts.Name)
+			}
+			if v, ok := ev.ahead[ts.Name]; ok {
+				g(descSourceAhead, b(v), ts.Name)
+			}
 			g(descPurgeRisk, b(ev.risk[ts.Name]), ts.Name)
 			g(descPurged, b(ev.purged[ts.Name]), ts.Name)
 		}
@@ -213,6 +251,9 @@ func (x *metrics) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		g(descJobRunning, float64(running), js.Name)
+		if v, ok := ev.runningOf(js.Name); ok {
+			g(descJobRunningSeconds, v, js.Name)
+		}
 		if !lastOK.IsZero() {
 			g(descJobLastSuccess, float64(lastOK.Unix()), js.Name)
 		}

@@ -430,12 +430,7 @@ func jobTooLong(in *Input, th *Thresholds) []Finding {
 			if !r.Running || r.Result != nil {
 				continue
 			}
-			// Started no later than first seen running; a run key with a
-			// time of day tells its scheduled time exactly.
-			start, seen := in.History.Running[runID(r)]
-			if t, _, ok := scheduler.ParseRunKey(r.RunKey); ok && strings.Contains(r.RunKey, "T") && (!seen || t.Before(start)) {
-				start, seen = t, true
-			}
+			start, seen := runStart(in, r)
 			if !seen {
 				continue
 			}
@@ -448,6 +443,17 @@ func jobTooLong(in *Input, th *Thresholds) []Finding {
 		}
 	}
 	return out
+}
+
+// runStart is when a running run started at the latest: when it was
+// first seen running, or its scheduled time if its run key tells it (a
+// key with a time of day; a date key only names the day).
+func runStart(in *Input, r scheduler.RunInfo) (time.Time, bool) {
+	start, seen := in.History.Running[runID(r)]
+	if t, _, ok := scheduler.ParseRunKey(r.RunKey); ok && strings.Contains(r.RunKey, "T") && (!seen || t.Before(start)) {
+		start, seen = t, true
+	}
+	return start, seen
 }
 
 func jobNoSuccess(in *Input, th *Thresholds) []Finding {
