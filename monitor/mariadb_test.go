@@ -1,0 +1,128 @@
+package monitor
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/testpeer"
+)
+
+// currentBinlog returns the source's newest binary log.
+func currentBinlog(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var file string
+	var pos int64
+	var doDB, ignoreDB sql.NullString
+	if err := db.QueryRow("SHOW MASTER STATUS").Scan(&file, &pos, &doDB, &ignoreDB); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestBinlogRulesAgainstMariaDB runs a real task between two private
+// mariadbd servers, stops it, and then works the source's binary logs:
+// the monitor warns when the file the checkpoint needs may expire
+// (binlog_expire_logs_seconds lowered), says it is gone once PURGE
+// BINARY LOGS removes it, and resolves both — each notification once.
+func TestBinlogRulesAgainstMariaDB(t *testing.T) {
+	why, ok := testpeer.MariaDBAvailable()
+	testpeer.Require(t, "MariaDB", ok, why)
+	tg := targets[0] // the rules do not depend on the coordination server
+	tg.Require(t)
+	source := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	target := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	src := source.DB(t)
+	source.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.items (id INT PRIMARY KEY)", "FLUSH BINARY LOGS")
+	target.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.items (id INT PRIMARY KEY)")
+	needed := currentBinlog(t, src) // the file the checkpoint will be in
+
+	connect := tg.Addr + "/" + fmt.Sprintf("mariadb-%d", time.Now().UnixNano())
+	s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := core.NewAdmin(s, "")
+	sp := &core.Spec{
+		Name:   "shop",
+		Source: core.Endpoint{Host: source.Host(), Port: source.Port(), User: "root", Flavor: core.FlavorMariaDB},
+		Target: core.Endpoint{Host: target.Host(), Port: target.Port(), User: "root", Flavor: core.FlavorMariaDB},
+		Filter: core.Filter{Include: []string{"shop.*"}},
+		Start:  core.StartCurrent, State: core.DesiredRunning, Version: core.SpecVersion,
+		Standby: core.Standby{Mode: core.ModeHot},
+	}
+	if err := admin.AddTask(ctx, sp, false); err != nil {
+		t.Fatal(err)
+	}
+	// The core runs the task until it has a checkpoint in `needed`.
+	cctx, stopCore := context.WithCancel(ctx)
+	c, err := core.New(dial(t, connect, recipe.Options{Auth: coordtest.Auth}), core.Config{Host: "c1", Tasks: []string{"shop"}, Engine: core.MySQL{},
+		CheckpointInterval: 100 * time.Millisecond, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = c.Run(cctx) })
+	source.Exec(t, "INSERT INTO shop.items VALUES (1)")
+	waitFor(t, time.Minute, "a checkpoint in "+needed, func() error {
+		ts, err := admin.Task(ctx, "shop")
+		if err != nil || ts.LastCommit == nil || ts.LastCommit.File != needed || ts.LastCommit.Pos <= 4 {
+			return fmt.Errorf("lastCommit %+v, %v", ts.LastCommit, err)
+		}
+		return nil
+	})
+	if err := admin.SetState(ctx, "shop", core.DesiredStopped); err != nil {
+		t.Fatal(err)
+	}
+	stopCore()
+	wg.Wait()
+
+	// The source moves on to the next file; with no expiry nothing is at
+	// risk (the needed file is not the oldest).
+	source.Exec(t, "INSERT INTO shop.items VALUES (2)", "FLUSH BINARY LOGS", "SET GLOBAL binlog_expire_logs_seconds = 0", "SET GLOBAL expire_logs_days = 0")
+	r := newReceiver(t)
+	servers := []string{tg.Addr}
+	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{CoordServers: servers}), 100*time.Millisecond, testLogger(t))
+	pctx, stopPoller := context.WithCancel(ctx)
+	defer stopPoller()
+	wg.Go(func() { _ = poller.Run(pctx) })
+	defer wg.Wait()
+	defer stopPoller()
+	m, _ := startMonitor(t, s, poller, testConfig(r), Deps{})
+	waitEvaluations(t, m, 5)
+	if n := len(r.all()); n != 0 {
+		t.Fatalf("nothing at risk yet, sent %+v", r.all())
+	}
+
+	// A day's expiry would leave the file at most a day: within the 24h
+	// window, so the monitor warns.
+	source.Exec(t, "SET GLOBAL binlog_expire_logs_seconds = 3600")
+	r.waitCount(t, RuleBinlogPurgeRisk, StatusFiring, 1)
+
+	// Purged: the warning resolves, BinlogPurged fires.
+	source.Exec(t, fmt.Sprintf("PURGE BINARY LOGS TO '%s'", currentBinlog(t, src)))
+	r.waitCount(t, RuleBinlogPurged, StatusFiring, 1)
+	r.waitCount(t, RuleBinlogPurgeRisk, StatusResolved, 1)
+	// The operator recreates the task: resolved.
+	if err := admin.RemoveTask(ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	r.waitCount(t, RuleBinlogPurged, StatusResolved, 1)
+	waitEvaluations(t, m, 3)
+	for _, rule := range []string{RuleBinlogPurgeRisk, RuleBinlogPurged} {
+		for _, st := range []string{StatusFiring, StatusResolved} {
+			if n := r.count(rule, st); n != 1 {
+				t.Errorf("%s %s sent %d times", rule, st, n)
+			}
+		}
+	}
+	if n := len(r.all()); n != 4 {
+		t.Fatalf("%d notifications, want 4: %+v", n, r.all())
+	}
+}
