@@ -3,6 +3,7 @@ package monitor
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -120,6 +121,16 @@ func (c *Config) Channels(ctx context.Context) ([]Notifier, error) {
 				return nil, fmt.Errorf("monitor: email channel: passwordFile: %w", err)
 			}
 			e.password = strings.TrimRight(string(data), "\r\n")
+		}
+		if e.CAFile != "" {
+			data, err := boundedfile.Read(ctx, e.CAFile, boundedfile.MaxConfig)
+			if err != nil {
+				return nil, fmt.Errorf("monitor: email channel: caFile: %w", err)
+			}
+			e.roots = x509.NewCertPool()
+			if !e.roots.AppendCertsFromPEM(data) {
+				return nil, fmt.Errorf("monitor: email channel: caFile %s: no PEM certificate in it", e.CAFile)
+			}
 		}
 		n, err := newEmail(e)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"mime"
 	"net"
@@ -31,6 +32,10 @@ type EmailConfig struct {
 	password     string
 	// TLS is starttls (the default) or none.
 	TLS string `yaml:"tls"`
+	// CAFile, if set, holds the PEM certificates the server's must chain
+	// to, instead of the system's (a private relay's own CA).
+	CAFile string `yaml:"caFile"`
+	roots  *x509.CertPool
 }
 
 type email struct{ c EmailConfig }
@@ -91,7 +96,7 @@ func (e *email) Send(ctx context.Context, b Batch) error {
 		if ok, _ := c.Extension("STARTTLS"); !ok {
 			return fmt.Errorf("smtp %s does not offer STARTTLS (set tls: none only for a relay on this host)", e.c.SMTP)
 		}
-		if err := c.StartTLS(&tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}); err != nil {
+		if err := c.StartTLS(&tls.Config{ServerName: host, MinVersion: tls.VersionTLS12, RootCAs: e.c.roots}); err != nil {
 			return fmt.Errorf("smtp %s: STARTTLS: %w", e.c.SMTP, err)
 		}
 	}
