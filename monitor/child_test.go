@@ -1,7 +1,158 @@
 package monitor
 
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
+)
+
 // childEnv, when set, makes the test binary a monitor process (for the
-// kill -9 test).
+// kill -9 test) configured by the JSON childConfig in the variable: a
+// real session, the real cluster reader and a webhook.
 const childEnv = "MONITOR_TEST_CHILD"
 
-func runChild(string) int { return 2 }
+type childConfig struct {
+	Connect string `json:"connect"`
+	Name    string `json:"name"`
+	Webhook string `json:"webhook"`
+}
+
+func runChild(conf string) int {
+	var c childConfig
+	if err := json.Unmarshal([]byte(conf), &c); err != nil {
+		fmt.Fprintln(os.Stderr, "child config:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	s, err := recipe.Dial(ctx, c.Connect, recipe.Options{SessionTimeout: testSessionTimeout, Auth: coordtest.Auth, Logger: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer s.Close()
+	cfg := DefaultConfig()
+	cfg.Name, cfg.Interval = c.Name, 200*time.Millisecond
+	cfg.Hold = map[string]time.Duration{RuleTaskNotRunning: 0}
+	cfg.Webhooks = []WebhookConfig{{URL: c.Webhook}}
+	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{}), 100*time.Millisecond, log)
+	m, err := New(cfg, Deps{Session: s, Feed: poller, Logger: log})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { _ = poller.Run(ctx) })
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// startChild starts a monitor process; it is killed when the test ends.
+func startChild(t *testing.T, c childConfig) *exec.Cmd {
+	t.Helper()
+	conf, _ := json.Marshal(c)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(conf))
+	cmd.Stdout, cmd.Stderr = testWriter{t}, testWriter{t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+// TestKill9ActiveMonitorStandbyTakesOver: two monitor processes; the
+// active one is killed with SIGKILL while an alert fires. The other takes
+// over from the stored state: the firing is not sent again, and the
+// resolution is sent once.
+func TestKill9ActiveMonitorStandbyTakesOver(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		admin := core.NewAdmin(s, "")
+		sp := &core.Spec{Name: "orders", Version: core.SpecVersion, State: core.DesiredRunning, Start: core.StartCurrent,
+			Source:  core.Endpoint{Host: "127.0.0.1", Port: 1, User: "u", Flavor: core.FlavorMySQL},
+			Target:  core.Endpoint{Host: "127.0.0.1", Port: 2, User: "u", Flavor: core.FlavorMySQL},
+			Standby: core.Standby{Mode: core.ModeHot}}
+		if err := admin.AddTask(ctx, sp, false); err != nil {
+			t.Fatal(err)
+		}
+		r := newReceiver(t)
+		a := startChild(t, childConfig{Connect: connect, Name: "a", Webhook: r.URL})
+		r.waitCount(t, RuleTaskNotRunning, StatusFiring, 1)
+		startChild(t, childConfig{Connect: connect, Name: "b", Webhook: r.URL})
+		waitFor(t, 30*time.Second, "b a candidate", func() error {
+			kids, _, err := s.Children(ctx, ElectionPath)
+			if err != nil || len(kids) != 2 {
+				return fmt.Errorf("candidates %v, %v", kids, err)
+			}
+			return nil
+		})
+		if err := a.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		// b evaluates as the active monitor, twice.
+		var seen []time.Time
+		waitFor(t, 30*time.Second, "b active", func() error {
+			st, _, err := ReadState(ctx, s)
+			if err != nil || st.Active != "b" || st.Updated.Before(killed) {
+				return fmt.Errorf("active %q at %v, %v", st.Active, st.Updated, err)
+			}
+			if len(seen) == 0 || !seen[len(seen)-1].Equal(st.Updated) {
+				seen = append(seen, st.Updated)
+			}
+			if len(seen) < 3 {
+				return fmt.Errorf("%d evaluations by b", len(seen))
+			}
+			return nil
+		})
+		if n := r.count(RuleTaskNotRunning, StatusFiring); n != 1 {
+			t.Fatalf("firing sent %d times across the kill: %+v", n, r.all())
+		}
+		if err := admin.SetState(ctx, "orders", core.DesiredStopped); err != nil {
+			t.Fatal(err)
+		}
+		r.waitCount(t, RuleTaskNotRunning, StatusResolved, 1)
+		// A few more evaluations send nothing more.
+		st, _, _ := ReadState(ctx, s)
+		waitFor(t, 30*time.Second, "more evaluations", func() error {
+			now, _, err := ReadState(ctx, s)
+			if err != nil || now.Updated.Sub(st.Updated) < time.Second {
+				return fmt.Errorf("last at %v, %v", now.Updated, err)
+			}
+			return nil
+		})
+		if n := len(r.all()); n != 2 {
+			t.Fatalf("%d notifications, want 2: %+v", n, r.all())
+		}
+		if _, _, err := s.Get(ctx, StandbyPath); !errors.Is(err, zk.ErrNoNode) {
+			t.Fatalf("%s: %v (no standby alert expected)", StandbyPath, err)
+		}
+	})
+}

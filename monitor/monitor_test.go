@@ -2,8 +2,11 @@ package monitor
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
@@ -129,6 +132,37 @@ func TestStandbyOnlyRaisesNoActiveMonitorOnce(t *testing.T) {
 		waitEvaluations(t, a, 5)
 		if n := r.count(RuleMonitorStandbyOnly, StatusFiring); n != 1 {
 			t.Fatalf("MonitorStandbyOnly fired %d times", n)
+		}
+	})
+}
+
+// TestOutboxOfADeadMonitorIsDelivered: a monitor that decided a
+// notification and died before delivering it leaves it in the stored
+// outbox; the next active monitor delivers it, once.
+func TestOutboxOfADeadMonitorIsDelivered(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		n := Notification{ID: "TaskFailed{task=\"orders\"}@x:firing", Status: StatusFiring, Rule: RuleTaskFailed, Severity: Critical,
+			Labels: map[string]string{"task": "orders"}, Summary: "decided by a dead monitor", StartsAt: time.Now()}
+		st := State{Version: stateVersion, Active: "dead", Updated: time.Now(),
+			Alerts: map[string]*Alert{}, Outbox: []Outgoing{{Batch: Batch{Monitor: "dead", Notifications: []Notification{n}}, Decided: time.Now()}}}
+		data, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EnsurePath(ctx, Root); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Create(ctx, StatePath, data, zk.FlagPersistent, nil); err != nil {
+			t.Fatal(err)
+		}
+		r := newReceiver(t)
+		m, _ := startMonitor(t, s, cluster.NewFixed(healthySnap()), testConfig(r), Deps{})
+		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
+		waitEvaluations(t, m, 3)
+		if got := r.all(); len(got) != 1 || got[0].ID != n.ID {
+			t.Fatalf("delivered %+v, want the stored notification once", got)
 		}
 	})
 }
