@@ -197,3 +197,22 @@ func deliver(ctx context.Context, chans []Notifier, b Batch) map[string]error {
 	wg.Wait()
 	return out
 }
+
+// SendTest sends a test notification to every channel of cfg — what
+// `shepherd ctl alert test` does with the monitor's config file — and
+// returns each channel's result by name.
+func SendTest(ctx context.Context, cfg Config, from string) (map[string]error, error) {
+	chans, err := cfg.Channels(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(chans) == 0 {
+		return nil, fmt.Errorf("monitor: no channel configured: give a --config with channels or --webhook URL")
+	}
+	now := time.Now().UTC()
+	n := Notification{
+		ID: "Test@" + now.Format(time.RFC3339Nano) + ":" + StatusTest, Status: StatusTest, Rule: "Test", Severity: Warning,
+		Labels: map[string]string{}, Summary: "a test notification from " + from + ": this channel works", StartsAt: now,
+	}
+	return deliver(ctx, chans, Batch{Monitor: from, Notifications: []Notification{n}}), nil
+}
