@@ -1,0 +1,126 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/coord"
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/scheduler"
+)
+
+// startPoller runs a cluster poller over the real reader until the test
+// ends.
+func startPoller(t *testing.T, s *recipe.Session, opts cluster.Options) *cluster.Poller {
+	t.Helper()
+	p := cluster.NewPoller(cluster.NewReader(s, opts), 100*time.Millisecond, testLogger(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = p.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return p
+}
+
+// TestJobRulesAgainstARealScheduler: a job whose command fails, then
+// succeeds once the test lets it; and a job that overruns its expected
+// duration until the test lets it finish. Each alert fires and resolves
+// once.
+func TestJobRulesAgainstARealScheduler(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		dir := t.TempDir()
+		fixed, stop := filepath.Join(dir, "fixed"), filepath.Join(dir, "stop")
+		for _, j := range []scheduler.Job{
+			{Name: "flaky", Schedule: "@every 1s", Command: "sh", Args: []string{"-c", "test -e " + fixed}},
+			{Name: "slow", Schedule: "@every 1s", Command: "sh", Args: []string{"-c", "while [ ! -e " + stop + " ]; do sleep 0.05; done"},
+				ConcurrencyPolicy: scheduler.Forbid},
+		} {
+			if err := scheduler.NewAdmin(s).StoreJob(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sc, err := scheduler.New(dial(t, connect, recipe.Options{Auth: coordtest.Auth}), scheduler.Options{Host: "s1", LogDir: filepath.Join(dir, "logs"), Logger: testLogger(t), Resync: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, stopSched := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = sc.Run(sctx) })
+		defer wg.Wait()
+		defer stopSched()
+
+		r := newReceiver(t)
+		cfg := testConfig(r)
+		cfg.Rules.JobTooLongPerJob = map[string]time.Duration{"slow": 2 * time.Second}
+		startMonitor(t, s, startPoller(t, s, cluster.Options{}), cfg, Deps{})
+		r.waitCount(t, RuleJobFailed, StatusFiring, 1)
+		r.waitCount(t, RuleJobTooLong, StatusFiring, 1)
+		if err := os.WriteFile(fixed, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r.waitCount(t, RuleJobFailed, StatusResolved, 1)
+		if err := os.WriteFile(stop, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r.waitCount(t, RuleJobTooLong, StatusResolved, 1)
+		for _, rule := range []string{RuleJobFailed, RuleJobTooLong} {
+			for _, st := range []string{StatusFiring, StatusResolved} {
+				if n := r.count(rule, st); n != 1 {
+					t.Errorf("%s %s sent %d times: %+v", rule, st, n, r.all())
+				}
+			}
+		}
+	})
+}
+
+// TestCoordUnhealthyWhenAServerStops: the monitor probes every server of
+// the connect string; one stopped is CoordUnhealthy until it is back.
+func TestCoordUnhealthyWhenAServerStops(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	cfg := coord.DefaultConfig()
+	cfg.Listen, cfg.DataDir, cfg.Logger = "127.0.0.1:0", t.TempDir(), slog.New(slog.DiscardHandler)
+	start := func() *coord.Server {
+		srv, err := coord.NewServer(cfg)
+		if err == nil {
+			err = srv.Start()
+		}
+		if err != nil {
+			t.Fatalf("start shepherd coord on %s: %v", cfg.Listen, err)
+		}
+		return srv
+	}
+	other := start()
+	cfg.Listen = other.Addr()
+	defer func() { _ = other.Close() }()
+
+	connect := tg.Addr + "/" + fmt.Sprintf("coord-%d", time.Now().UnixNano())
+	s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+	r := newReceiver(t)
+	mcfg := testConfig(r)
+	mcfg.Hold = map[string]time.Duration{RuleCoordUnhealthy: 0}
+	m, _ := startMonitor(t, s, startPoller(t, s, cluster.Options{CoordServers: []string{tg.Addr, other.Addr()}}), mcfg, Deps{})
+	waitEvaluations(t, m, 3)
+	if n := len(r.all()); n != 0 {
+		t.Fatalf("both servers up: %+v", r.all())
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.waitCount(t, RuleCoordUnhealthy, StatusFiring, 1)
+	if got := r.all()[0]; got.Labels["server"] != other.Addr() || got.Severity != Critical {
+		t.Fatalf("firing %+v, want critical for %s", got, other.Addr())
+	}
+	other = start()
+	r.waitCount(t, RuleCoordUnhealthy, StatusResolved, 1)
+}
