@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/collector"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
@@ -31,6 +33,11 @@ type childConfig struct {
 	Connect string `json:"connect"`
 	Name    string `json:"name"`
 	Webhook string `json:"webhook"`
+	// Collector makes the child a log collector agent (the assigner too
+	// with Assign) writing to OutDir, instead of a monitor.
+	Collector bool   `json:"collector,omitempty"`
+	Assign    bool   `json:"assign,omitempty"`
+	OutDir    string `json:"outDir,omitempty"`
 }
 
 func runChild(conf string) int {
@@ -42,6 +49,20 @@ func runChild(conf string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if c.Collector {
+		err := collector.RunAgent(ctx, collector.AgentConfig{
+			Connect:   c.Connect,
+			Session:   recipe.Options{SessionTimeout: testSessionTimeout, Auth: coordtest.Auth, Logger: log},
+			Collector: collector.Config{Name: c.Name, OutDir: c.OutDir, PollInterval: 50 * time.Millisecond, StatusInterval: 100 * time.Millisecond, Logger: log},
+			Assign:    c.Assign,
+			Assigner:  collector.AssignerConfig{Name: c.Name, Strategy: collector.Local, PollInterval: 50 * time.Millisecond, DeadAfter: time.Second, Logger: log},
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
 	s, err := recipe.Dial(ctx, c.Connect, recipe.Options{SessionTimeout: testSessionTimeout, Auth: coordtest.Auth, Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -153,6 +174,52 @@ func TestKill9ActiveMonitorStandbyTakesOver(t *testing.T) {
 		}
 		if _, _, err := s.Get(ctx, StandbyPath); !errors.Is(err, zk.ErrNoNode) {
 			t.Fatalf("%s: %v (no standby alert expected)", StandbyPath, err)
+		}
+	})
+}
+
+// TestCollectorDeadWhenKilled: of two collector processes, the one that
+// is not the assigner is killed with SIGKILL: CollectorDead fires once;
+// started again under its name, it resolves once.
+func TestCollectorDeadWhenKilled(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		logDir := t.TempDir()
+		src := filepath.Join(logDir, "app.log")
+		if err := os.WriteFile(src, []byte("one\ntwo\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := collector.NewAdmin(s).AddSources(ctx, "file://"+src); err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		startChild(t, childConfig{Connect: connect, Name: "c1", Collector: true, Assign: true, OutDir: filepath.Join(out, "c1")})
+		c2 := startChild(t, childConfig{Connect: connect, Name: "c2", Collector: true, OutDir: filepath.Join(out, "c2")})
+		r := newReceiver(t)
+		m, _ := startMonitor(t, s, startPoller(t, s, cluster.Options{}), testConfig(r), Deps{})
+		waitFor(t, 30*time.Second, "both collectors alive", func() error {
+			snap := m.deps.Feed.Latest()
+			if snap == nil || len(snap.Collectors) != 2 || !snap.Collectors[0].Alive || !snap.Collectors[1].Alive {
+				return fmt.Errorf("collectors %+v", snap)
+			}
+			return nil
+		})
+		if n := len(r.all()); n != 0 {
+			t.Fatalf("both alive: sent %+v", r.all())
+		}
+		if err := c2.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		r.waitCount(t, RuleCollectorDead, StatusFiring, 1)
+		if got := r.all()[0].Labels["collector"]; got != "c2" {
+			t.Fatalf("dead collector %q, want c2", got)
+		}
+		startChild(t, childConfig{Connect: connect, Name: "c2", Collector: true, OutDir: filepath.Join(out, "c2")})
+		r.waitCount(t, RuleCollectorDead, StatusResolved, 1)
+		if n := len(r.all()); n != 2 {
+			t.Fatalf("%d notifications, want 2: %+v", n, r.all())
 		}
 	})
 }
