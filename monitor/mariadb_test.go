@@ -27,12 +27,15 @@ func currentBinlog(t *testing.T, db *sql.DB) string {
 	return file
 }
 
-// TestBinlogRulesAgainstMariaDB runs a real task between two private
-// mariadbd servers, stops it, and then works the source's binary logs:
-// the monitor warns when the file the checkpoint needs may expire
-// (binlog_expire_logs_seconds lowered), says it is gone once PURGE
-// BINARY LOGS removes it, and resolves both — each notification once.
-func TestBinlogRulesAgainstMariaDB(t *testing.T) {
+// TestSourceRulesAgainstMariaDB runs a real task between two private
+// mariadbd servers. Caught up with an idle source it is not late; with
+// its core stopped while the source moves on it is (ReplicationLag),
+// until a core catches up. Then, the task stopped, the source's binary
+// logs are worked: the monitor warns when the file the checkpoint needs
+// may expire (binlog_expire_logs_seconds lowered), says it is gone once
+// PURGE BINARY LOGS removes it, and resolves both — each notification
+// once.
+func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	why, ok := testpeer.MariaDBAvailable()
 	testpeer.Require(t, "MariaDB", ok, why)
 	tg := targets[0] // the rules do not depend on the coordination server
@@ -61,14 +64,18 @@ func TestBinlogRulesAgainstMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The core runs the task until it has a checkpoint in `needed`.
-	cctx, stopCore := context.WithCancel(ctx)
-	c, err := core.New(dial(t, connect, recipe.Options{Auth: coordtest.Auth}), core.Config{Host: "c1", Tasks: []string{"shop"}, Engine: core.MySQL{},
-		CheckpointInterval: 100 * time.Millisecond, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
+	runCore := func() (stop func()) {
+		cctx, stopCore := context.WithCancel(ctx)
+		c, err := core.New(dial(t, connect, recipe.Options{Auth: coordtest.Auth}), core.Config{Host: "c1", Tasks: []string{"shop"}, Engine: core.MySQL{},
+			CheckpointInterval: 100 * time.Millisecond, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = c.Run(cctx) })
+		return func() { stopCore(); wg.Wait() }
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = c.Run(cctx) })
+	stopCore := runCore()
 	source.Exec(t, "INSERT INTO shop.items VALUES (1)")
 	waitFor(t, time.Minute, "a checkpoint in "+needed, func() error {
 		ts, err := admin.Task(ctx, "shop")
@@ -77,31 +84,38 @@ func TestBinlogRulesAgainstMariaDB(t *testing.T) {
 		}
 		return nil
 	})
+
+	r := newReceiver(t)
+	cfg := testConfig(r)
+	cfg.Rules.LagWarning, cfg.Rules.LagCritical = time.Second, time.Hour
+	m, _ := startMonitor(t, s, startPoller(t, s, cluster.Options{}), cfg, Deps{})
+	// An idle source: its last event ages, the task is not late.
+	waitEvaluations(t, m, 25) // 2.5s: past the 1s lag threshold
+	if n := len(r.all()); n != 0 {
+		t.Fatalf("task caught up with an idle source: sent %+v", r.all())
+	}
+	// The core stops; the source moves on: the task is late.
+	stopCore()
+	source.Exec(t, "INSERT INTO shop.items VALUES (2)")
+	r.waitCount(t, RuleReplicationLag, StatusFiring, 1)
+	// Back, it catches up.
+	stopCore = runCore()
+	r.waitCount(t, RuleReplicationLag, StatusResolved, 1)
 	if err := admin.SetState(ctx, "shop", core.DesiredStopped); err != nil {
 		t.Fatal(err)
 	}
 	stopCore()
-	wg.Wait()
 
 	// The source moves on to the next file; with no expiry nothing is at
 	// risk (the needed file is not the oldest).
-	source.Exec(t, "INSERT INTO shop.items VALUES (2)", "FLUSH BINARY LOGS", "SET GLOBAL binlog_expire_logs_seconds = 0", "SET GLOBAL expire_logs_days = 0")
-	r := newReceiver(t)
-	servers := []string{tg.Addr}
-	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{CoordServers: servers}), 100*time.Millisecond, testLogger(t))
-	pctx, stopPoller := context.WithCancel(ctx)
-	defer stopPoller()
-	wg.Go(func() { _ = poller.Run(pctx) })
-	defer wg.Wait()
-	defer stopPoller()
-	m, _ := startMonitor(t, s, poller, testConfig(r), Deps{})
+	source.Exec(t, "INSERT INTO shop.items VALUES (3)", "FLUSH BINARY LOGS", "SET GLOBAL binlog_expire_logs_seconds = 0", "SET GLOBAL expire_logs_days = 0")
 	waitEvaluations(t, m, 5)
-	if n := len(r.all()); n != 0 {
+	if n := len(r.all()); n != 2 {
 		t.Fatalf("nothing at risk yet, sent %+v", r.all())
 	}
 
-	// A day's expiry would leave the file at most a day: within the 24h
-	// window, so the monitor warns.
+	// An hour's expiry leaves the file less than the 24h window: the
+	// monitor warns.
 	source.Exec(t, "SET GLOBAL binlog_expire_logs_seconds = 3600")
 	r.waitCount(t, RuleBinlogPurgeRisk, StatusFiring, 1)
 
@@ -115,14 +129,14 @@ func TestBinlogRulesAgainstMariaDB(t *testing.T) {
 	}
 	r.waitCount(t, RuleBinlogPurged, StatusResolved, 1)
 	waitEvaluations(t, m, 3)
-	for _, rule := range []string{RuleBinlogPurgeRisk, RuleBinlogPurged} {
+	for _, rule := range []string{RuleReplicationLag, RuleBinlogPurgeRisk, RuleBinlogPurged} {
 		for _, st := range []string{StatusFiring, StatusResolved} {
 			if n := r.count(rule, st); n != 1 {
 				t.Errorf("%s %s sent %d times", rule, st, n)
 			}
 		}
 	}
-	if n := len(r.all()); n != 4 {
-		t.Fatalf("%d notifications, want 4: %+v", n, r.all())
+	if n := len(r.all()); n != 6 {
+		t.Fatalf("%d notifications, want 6: %+v", n, r.all())
 	}
 }
