@@ -419,10 +419,7 @@ func jobMissed(in *Input, _ *Thresholds) []Finding {
 func jobTooLong(in *Input, th *Thresholds) []Finding {
 	var out []Finding
 	for _, js := range in.Snap.Jobs {
-		limit := th.JobTooLong
-		if d, ok := th.JobTooLongPerJob[js.Name]; ok {
-			limit = d
-		}
+		limit := perJob(th.JobTooLong, th.JobTooLongPerJob, js.Name)
 		if limit <= 0 {
 			continue
 		}
@@ -445,6 +442,14 @@ func jobTooLong(in *Input, th *Thresholds) []Finding {
 	return out
 }
 
+// perJob is a job's own threshold if it has one, else def.
+func perJob(def time.Duration, byJob map[string]time.Duration, job string) time.Duration {
+	if d, ok := byJob[job]; ok {
+		return d
+	}
+	return def
+}
+
 // runStart is when a running run started at the latest: when it was
 // first seen running, or its scheduled time if its run key tells it (a
 // key with a time of day; a date key only names the day).
@@ -459,10 +464,7 @@ func runStart(in *Input, r scheduler.RunInfo) (time.Time, bool) {
 func jobNoSuccess(in *Input, th *Thresholds) []Finding {
 	var out []Finding
 	for _, js := range in.Snap.Jobs {
-		window := th.JobNoSuccess
-		if d, ok := th.JobNoSuccessPerJob[js.Name]; ok {
-			window = d
-		}
+		window := perJob(th.JobNoSuccess, th.JobNoSuccessPerJob, js.Name)
 		if js.Paused || window <= 0 || len(js.Runs) == 0 {
 			continue
 		}
