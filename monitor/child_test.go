@@ -178,10 +178,11 @@ func TestKill9ActiveMonitorStandbyTakesOver(t *testing.T) {
 	})
 }
 
-// TestCollectorDeadWhenKilled: of two collector processes, the one that
-// is not the assigner is killed with SIGKILL: CollectorDead fires once;
-// started again under its name, it resolves once.
-func TestCollectorDeadWhenKilled(t *testing.T) {
+// TestCollectorRulesWithCollectorProcesses: a source with no collector
+// is SourceUnassigned until collector processes start; of the two, the
+// one that is not the assigner is killed with SIGKILL: CollectorDead
+// fires once; started again under its name, it resolves once.
+func TestCollectorRulesWithCollectorProcesses(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, connect string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -194,11 +195,16 @@ func TestCollectorDeadWhenKilled(t *testing.T) {
 		if _, err := collector.NewAdmin(s).AddSources(ctx, "file://"+src); err != nil {
 			t.Fatal(err)
 		}
+		// Nobody collects the source yet.
+		r := newReceiver(t)
+		cfg := testConfig(r)
+		cfg.Hold = map[string]time.Duration{RuleSourceUnassigned: 0}
+		m, _ := startMonitor(t, s, startPoller(t, s, cluster.Options{}), cfg, Deps{})
+		r.waitCount(t, RuleSourceUnassigned, StatusFiring, 1)
 		out := t.TempDir()
 		startChild(t, childConfig{Connect: connect, Name: "c1", Collector: true, Assign: true, OutDir: filepath.Join(out, "c1")})
 		c2 := startChild(t, childConfig{Connect: connect, Name: "c2", Collector: true, OutDir: filepath.Join(out, "c2")})
-		r := newReceiver(t)
-		m, _ := startMonitor(t, s, startPoller(t, s, cluster.Options{}), testConfig(r), Deps{})
+		r.waitCount(t, RuleSourceUnassigned, StatusResolved, 1)
 		waitFor(t, 30*time.Second, "both collectors alive", func() error {
 			snap := m.deps.Feed.Latest()
 			if snap == nil || len(snap.Collectors) != 2 || !snap.Collectors[0].Alive || !snap.Collectors[1].Alive {
@@ -206,20 +212,20 @@ func TestCollectorDeadWhenKilled(t *testing.T) {
 			}
 			return nil
 		})
-		if n := len(r.all()); n != 0 {
+		if n := len(r.all()); n != 2 {
 			t.Fatalf("both alive: sent %+v", r.all())
 		}
 		if err := c2.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		r.waitCount(t, RuleCollectorDead, StatusFiring, 1)
-		if got := r.all()[0].Labels["collector"]; got != "c2" {
+		if got := r.all()[2].Labels["collector"]; got != "c2" {
 			t.Fatalf("dead collector %q, want c2", got)
 		}
 		startChild(t, childConfig{Connect: connect, Name: "c2", Collector: true, OutDir: filepath.Join(out, "c2")})
 		r.waitCount(t, RuleCollectorDead, StatusResolved, 1)
-		if n := len(r.all()); n != 2 {
-			t.Fatalf("%d notifications, want 2: %+v", n, r.all())
+		if n := len(r.all()); n != 4 {
+			t.Fatalf("%d notifications, want 4: %+v", n, r.all())
 		}
 	})
 }

@@ -30,9 +30,9 @@ func startPoller(t *testing.T, s *recipe.Session, opts cluster.Options) *cluster
 }
 
 // TestJobRulesAgainstARealScheduler: a job whose command fails, then
-// succeeds once the test lets it; and a job that overruns its expected
-// duration until the test lets it finish. Each alert fires and resolves
-// once.
+// succeeds once the test lets it (JobFailed, and JobNoSuccess with a 2s
+// window); and a job that overruns its expected duration until the test
+// lets it finish (JobTooLong). Each alert fires and resolves once.
 func TestJobRulesAgainstARealScheduler(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, connect string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -62,18 +62,21 @@ func TestJobRulesAgainstARealScheduler(t *testing.T) {
 		r := newReceiver(t)
 		cfg := testConfig(r)
 		cfg.Rules.JobTooLongPerJob = map[string]time.Duration{"slow": 2 * time.Second}
+		cfg.Rules.JobNoSuccessPerJob = map[string]time.Duration{"flaky": 2 * time.Second}
 		startMonitor(t, s, startPoller(t, s, cluster.Options{}), cfg, Deps{})
 		r.waitCount(t, RuleJobFailed, StatusFiring, 1)
 		r.waitCount(t, RuleJobTooLong, StatusFiring, 1)
+		r.waitCount(t, RuleJobNoSuccess, StatusFiring, 1)
 		if err := os.WriteFile(fixed, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		r.waitCount(t, RuleJobFailed, StatusResolved, 1)
+		r.waitCount(t, RuleJobNoSuccess, StatusResolved, 1)
 		if err := os.WriteFile(stop, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		r.waitCount(t, RuleJobTooLong, StatusResolved, 1)
-		for _, rule := range []string{RuleJobFailed, RuleJobTooLong} {
+		for _, rule := range []string{RuleJobFailed, RuleJobTooLong, RuleJobNoSuccess} {
 			for _, st := range []string{StatusFiring, StatusResolved} {
 				if n := r.count(rule, st); n != 1 {
 					t.Errorf("%s %s sent %d times: %+v", rule, st, n, r.all())
