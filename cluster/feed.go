@@ -133,29 +133,18 @@ func (p *Poller) Run(ctx context.Context) error {
 // wait returns when the next read is due: interval after start, or
 // MinGap after start once changed receives; false when ctx ended.
 func (p *Poller) wait(ctx context.Context, start time.Time, changed <-chan struct{}) bool {
-	t := time.NewTimer(time.Until(start.Add(p.interval)))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	case <-changed:
-	}
-	return sleep(ctx, time.Until(start.Add(p.MinGap)))
-}
-
-// sleep waits d; false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+	due := start.Add(p.interval)
+	for {
+		t := time.NewTimer(time.Until(due))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+			return true
+		case <-changed:
+			t.Stop()
+			changed, due = nil, start.Add(p.MinGap)
+		}
 	}
 }

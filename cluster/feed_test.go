@@ -131,8 +131,12 @@ func (r *fakeReader) Read(ctx context.Context) (*Snapshot, error) {
 
 func (r *fakeReader) Watch(context.Context) (<-chan struct{}, error) { return r.changed, nil }
 
-// runPoller starts p and stops it when the test ends.
-func runPoller(t *testing.T, p *Poller) {
+// startPoller runs a Poller of r (MinGap 0) until the test ends and
+// returns it with a subscription.
+func startPoller(t *testing.T, r Reader, interval time.Duration) (*Poller, <-chan *Snapshot) {
+	p := NewPoller(r, interval, nil)
+	p.MinGap = 0
+	ch, unsubscribe := p.Subscribe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
@@ -141,7 +145,9 @@ func runPoller(t *testing.T, p *Poller) {
 		if err := <-done; err != nil {
 			t.Errorf("Run = %v, want nil at the context's end", err)
 		}
+		unsubscribe()
 	})
+	return p, ch
 }
 
 // next receives the next snapshot within a generous bound.
@@ -159,11 +165,7 @@ func next(t *testing.T, ch <-chan *Snapshot) *Snapshot {
 // With an hour's interval, only a watch can cause the second read.
 func TestPollerRereadsAtOnceWhenAWatchFires(t *testing.T) {
 	r := &fakeReader{changed: make(chan struct{}, 1)}
-	p := NewPoller(r, time.Hour, nil)
-	p.MinGap = 0
-	ch, cancel := p.Subscribe()
-	defer cancel()
-	runPoller(t, p)
+	p, ch := startPoller(t, r, time.Hour)
 	if s := next(t, ch); s.ReadAt.Unix() != 1 {
 		t.Fatalf("first snapshot %v", s.ReadAt.Unix())
 	}
@@ -178,11 +180,7 @@ func TestPollerRereadsAtOnceWhenAWatchFires(t *testing.T) {
 
 // Without a watch firing, the interval alone drives reads.
 func TestPollerRereadsOnItsInterval(t *testing.T) {
-	r := &fakeReader{}
-	p := NewPoller(r, time.Millisecond, nil)
-	ch, cancel := p.Subscribe()
-	defer cancel()
-	runPoller(t, p)
+	_, ch := startPoller(t, &fakeReader{}, time.Millisecond)
 	for want := int64(1); want <= 3; want++ {
 		if s := next(t, ch); s.ReadAt.Unix() < want {
 			t.Fatalf("read %d: snapshot %v", want, s.ReadAt.Unix())
@@ -193,11 +191,7 @@ func TestPollerRereadsOnItsInterval(t *testing.T) {
 // A failing read keeps the last good snapshot as Latest.
 func TestPollerKeepsTheLastGoodSnapshotWhenAReadFails(t *testing.T) {
 	r := &fakeReader{changed: make(chan struct{}, 1)}
-	p := NewPoller(r, time.Hour, nil)
-	p.MinGap = 0
-	ch, cancel := p.Subscribe()
-	defer cancel()
-	runPoller(t, p)
+	p, ch := startPoller(t, r, time.Hour)
 	good := next(t, ch)
 	r.mu.Lock()
 	r.err = errors.New("connection lost")

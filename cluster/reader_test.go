@@ -1,4 +1,4 @@
-package cluster_test
+package cluster
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/collector"
 	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
@@ -68,7 +67,7 @@ func populate(t *testing.T, s *recipe.Session) {
 	if _, err := s.Create(ctx, scheduler.JobPath("misnamed"), nightly.Encode(), zk.FlagPersistent, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := collector.NewAdmin(s).AddSources(ctx, "file:///var/log/app.log"); err != nil {
+	if _, err := collector.NewAdmin(s).AddSources(ctx, "file:///var/log/app.log", "https://reader:pa55word@logs.example/app.log"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -82,7 +81,7 @@ func TestReaderReadsEverySectionOfARealCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := cluster.NewReader(s, cluster.Options{CoordServers: servers, RunsPerJob: 3})
+		r := NewReader(s, Options{CoordServers: servers, RunsPerJob: 3})
 		snap, err := r.Read(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -101,8 +100,9 @@ func TestReaderReadsEverySectionOfARealCluster(t *testing.T) {
 		if bad, ok := snap.Job("misnamed"); !ok || !strings.Contains(bad.Error, `named "nightly"`) || len(bad.Next) != 0 {
 			t.Fatalf("misnamed job = %+v, want it refused for its name", bad)
 		}
-		if len(snap.Sources) != 1 || snap.Sources[0].URI != "file:///var/log/app.log" || snap.Sources[0].Collector != "" {
-			t.Fatalf("sources = %+v", snap.Sources)
+		if len(snap.Sources) != 2 || snap.Sources[0].URI != "file:///var/log/app.log" || snap.Sources[0].Collector != "" ||
+			snap.Sources[1].URI != "https://reader:xxxxx@logs.example/app.log" {
+			t.Fatalf("sources = %+v, want the second's password redacted", snap.Sources)
 		}
 		if len(snap.Coord) != 1 || !snap.Coord[0].OK || snap.Coord[0].Mode != "standalone" {
 			t.Fatalf("coord = %+v", snap.Coord)
@@ -116,15 +116,15 @@ func TestReaderReportsASectionItCannotRead(t *testing.T) {
 	tg := targets[0]
 	tg.Require(t)
 	s := dial(t, tg.Chroot(t, "cluster"))
-	r := cluster.NewReader(s, cluster.Options{CoordServers: []string{"127.0.0.1:1"}})
+	r := NewReader(s, Options{CoordServers: []string{"127.0.0.1:1"}})
 	snap, err := r.Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := snap.Errors[cluster.SectionCoord]; !strings.Contains(why, "127.0.0.1:1") || len(snap.Coord) != 1 || snap.Coord[0].OK {
+	if why := snap.Errors[SectionCoord]; !strings.Contains(why, "127.0.0.1:1") || len(snap.Coord) != 1 || snap.Coord[0].OK {
 		t.Fatalf("coord = %+v, errors %v", snap.Coord, snap.Errors)
 	}
-	if _, bad := snap.Errors[cluster.SectionTasks]; bad {
+	if _, bad := snap.Errors[SectionTasks]; bad {
 		t.Fatalf("tasks failed too: %v", snap.Errors)
 	}
 }
@@ -134,23 +134,8 @@ func TestReaderReportsASectionItCannotRead(t *testing.T) {
 func TestPollerSeesANewJobThroughItsWatch(t *testing.T) {
 	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
 		s := dial(t, tg.Chroot(t, "cluster"))
-		p := cluster.NewPoller(cluster.NewReader(s, cluster.Options{}), time.Hour, nil)
-		ch, cancel := p.Subscribe()
-		defer cancel()
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- p.Run(ctx) }()
-		defer func() { stop(); <-done }()
-		receive := func() *cluster.Snapshot {
-			select {
-			case snap := <-ch:
-				return snap
-			case <-time.After(10 * time.Second):
-				t.Fatal("no snapshot within 10s")
-				return nil
-			}
-		}
-		if snap := receive(); len(snap.Jobs) != 0 {
+		_, ch := startPoller(t, NewReader(s, Options{}), time.Hour)
+		if snap := next(t, ch); len(snap.Jobs) != 0 {
 			t.Fatalf("jobs before any was stored: %+v", snap.Jobs)
 		}
 		err := scheduler.NewAdmin(s).StoreJob(context.Background(), scheduler.Job{Name: "hourly", Schedule: "@hourly", Command: "/bin/true"})
@@ -158,7 +143,7 @@ func TestPollerSeesANewJobThroughItsWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		for {
-			if _, ok := receive().Job("hourly"); ok {
+			if _, ok := next(t, ch).Job("hourly"); ok {
 				return
 			}
 		}

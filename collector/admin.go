@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"net/url"
 	"slices"
 	"time"
 
@@ -205,7 +206,30 @@ func readOverview(ctx context.Context, s *recipe.Session, deadAfter time.Duratio
 	if err != nil {
 		return Overview{}, err
 	}
-	return Overview{Collectors: infos, Sources: sourcesOf(srcs.Sources, nodes), Judged: judged}, nil
+	ov := Overview{Collectors: infos, Sources: sourcesOf(srcs.Sources, nodes), Judged: judged}
+	for i := range ov.Sources {
+		ov.Sources[i].URI = RedactedURI(ov.Sources[i].URI)
+	}
+	for _, c := range ov.Collectors {
+		for i, u := range c.Sources {
+			c.Sources[i] = RedactedURI(u)
+		}
+	}
+	return ov, nil
+}
+
+// RedactedURI is uri with the password of its user information, if any,
+// replaced: readers show sources to viewers who need not see it (`ctl
+// source list` shows the list as stored, for `source rm`).
+func RedactedURI(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return uri
+	}
+	if _, ok := u.User.Password(); !ok {
+		return uri
+	}
+	return u.Redacted()
 }
 
 // sourcesOf is the state of each source of the list: its collector, and

@@ -152,10 +152,13 @@ func (c *termClock) tick(now int64, deadAfter, maxGap time.Duration) bool {
 	return time.Duration(now-c.since)*time.Millisecond >= deadAfter
 }
 
-// assignRound writes the round's AssignerState (fenced by the election
-// node: only the leader writes it), reads sources, collectors and
-// statuses, plans, and writes the changed assignments in one conditional
-// multi. wake fires when the collector list changes.
+// assignRound is one round of the leader: it writes the round's
+// AssignerState (fenced by the election node: only the leader writes
+// it; its mtime is the round's time on the server's clock), reads the
+// sources and the collectors (readRound), decides the assignment
+// (decideRound, pure) and writes the changed assignments in one
+// conditional multi (writeRound). wake fires when the collector list
+// changes.
 func (a *Assigner) assignRound(ctx context.Context, e *recipe.Election, clock *termClock, counter *int64) (<-chan zk.Event, error) {
 	if err := a.s.EnsurePath(ctx, CollectorsPath); err != nil {
 		return nil, err
@@ -167,44 +170,109 @@ func (a *Assigner) assignRound(ctx context.Context, e *recipe.Election, clock *t
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", AssignerPath, err)
 	}
+	ref := res[1].Stat.Mtime
 	// A gap of DeadAfter (or two polls, if longer) between rounds: this
 	// leader was cut off, and so may the collectors have been.
-	settled := clock.tick(res[1].Stat.Mtime, a.cfg.DeadAfter, max(a.cfg.DeadAfter, 2*a.cfg.PollInterval))
+	settled := clock.tick(ref, a.cfg.DeadAfter, max(a.cfg.DeadAfter, 2*a.cfg.PollInterval))
+	in, wake, err := a.readRound(ctx)
+	if err != nil {
+		return wake, err
+	}
+	for _, n := range in.nodes {
+		if n.assignErr != nil {
+			a.log.Warn("overwriting a malformed assignment", "collector", n.name, "err", n.assignErr)
+		}
+	}
+	r := round{ref: ref, settled: settled, deadAfter: a.cfg.DeadAfter, strategy: a.cfg.Strategy,
+		by: a.cfg.Name, token: e.Token(), counter: *counter, now: now.UTC()}
+	out := decideRound(r, validSources(in.sources, a.log), in.nodes)
+	*counter = out.counter
+	if len(out.writes) == 0 {
+		return wake, nil
+	}
+	if err := a.writeRound(ctx, fence, out.writes); err != nil {
+		return wake, err
+	}
+	a.moves.Add(int64(out.moved))
+	a.log.Info("sources reassigned", "moved", out.moved, "collectors", len(in.nodes))
+	return wake, nil
+}
+
+// roundInput is what a round reads: the source list and the collectors.
+type roundInput struct {
+	sources []string
+	nodes   []collectorNode
+}
+
+// readRound reads the source list (refused unless trusted: collectors
+// read the files and URLs it names) and every collector, leaving a watch
+// on the collector list.
+func (a *Assigner) readRound(ctx context.Context) (roundInput, <-chan zk.Event, error) {
+	var in roundInput
 	var srcDoc Sources
 	data, _, err := a.s.Get(ctx, SourcesPath)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 	case err != nil:
-		return nil, err
+		return in, nil, err
 	default:
 		if err := decode(SourcesPath, data, &srcDoc); err != nil {
-			return nil, err
+			return in, nil, err
 		}
-		// Collectors read the files and URLs the list names: a list an
-		// untrusted session could have written is not assigned.
 		if err := a.s.CheckTrusted(ctx, LogsRoot, SourcesPath); err != nil {
-			return nil, err
+			return in, nil, err
 		}
 	}
+	in.sources = srcDoc.Sources
 	names, _, wake, err := a.s.ChildrenW(ctx, CollectorsPath)
 	if err != nil {
-		return nil, err
+		return in, nil, err
 	}
 	slices.Sort(names)
-	nodes, err := readCollectors(ctx, a.s, names)
-	if err != nil {
-		return wake, err
-	}
-	for _, n := range nodes {
-		if n.assignErr != nil {
-			a.log.Warn("overwriting a malformed assignment", "collector", n.name, "err", n.assignErr)
-		}
-	}
-	members := membersOf(nodes, res[1].Stat.Mtime, a.cfg.DeadAfter)
-	if !settled {
+	in.nodes, err = readCollectors(ctx, a.s, names)
+	return in, wake, err
+}
+
+// round is what decideRound knows of the round besides what it read.
+type round struct {
+	ref       int64 // the round's time, server clock (ms)
+	settled   bool  // this leader has written rounds without a gap for deadAfter
+	deadAfter time.Duration
+	strategy  Strategy
+	by        string    // the assigner's name, written in assignments
+	token     int64     // the leader's term, prefix of new lease ids
+	counter   int64     // lease ids issued so far in this term
+	now       time.Time // the assigner's clock, written in assignments
+}
+
+// assignmentWrite is one collector's new assignment, conditional on the
+// version read.
+type assignmentWrite struct {
+	name    string
+	doc     Assignment
+	version int32
+}
+
+// roundPlan is what decideRound decided.
+type roundPlan struct {
+	writes  []assignmentWrite
+	moved   int
+	counter int64 // lease ids issued, new ones included
+}
+
+// decideRound judges the collectors (judge, at r.ref) and plans the
+// sources over the live ones. A source keeps its lease id while it stays
+// on its collector and gets a new one when it moves. Until the leader is
+// settled it moves nothing away from a collector judged dead only for
+// the age of its status: that collector may be alive and not yet
+// reconnected after an outage the leader shared.
+func decideRound(r round, sources []string, nodes []collectorNode) roundPlan {
+	out := roundPlan{counter: r.counter}
+	members := membersOf(nodes, r.ref, r.deadAfter)
+	if !r.settled {
 		for i, m := range members {
 			if !m.Alive && len(m.Assigned) > 0 && nodes[i].stamp.exists && !nodes[i].stamp.leaving {
-				return wake, nil // it may be alive and not yet reconnected: keep its sources
+				return out // it may be alive and not yet reconnected: keep its sources
 			}
 		}
 	}
@@ -212,41 +280,40 @@ func (a *Assigner) assignRound(ctx context.Context, e *recipe.Election, clock *t
 	for _, m := range members {
 		before[m.Name] = m.Assigned
 	}
-	after := Plan(a.cfg.Strategy, validSources(srcDoc.Sources, a.log), members)
-	ops := []any{fence}
-	leases := map[string]string{}
-	for _, n := range nodes {
-		for _, l := range n.assign.Sources {
-			leases[n.name+"\x00"+l.URI] = l.ID
-		}
-	}
-	token := e.Token()
+	after := Plan(r.strategy, sources, members)
 	for _, n := range nodes {
 		want := after[n.name]
 		if slices.Equal(want, before[n.name]) {
 			continue
 		}
-		doc := Assignment{Version: schemaVersion, Sources: []Lease{}, Updated: now.UTC(), By: a.cfg.Name}
+		doc := Assignment{Version: schemaVersion, Sources: []Lease{}, Updated: r.now, By: r.by}
 		for _, uri := range want {
-			id, ok := leases[n.name+"\x00"+uri]
+			id, ok := n.assign.lease(uri)
 			if !ok {
-				*counter++
-				id = fmt.Sprintf("%x-%d", token, *counter)
+				out.counter++
+				id = fmt.Sprintf("%x-%d", r.token, out.counter)
 			}
 			doc.Sources = append(doc.Sources, Lease{URI: uri, ID: id})
 		}
-		ops = append(ops, &zk.SetDataRequest{Path: CollectorPath(n.name), Data: encode(doc), Version: n.version})
+		out.writes = append(out.writes, assignmentWrite{name: n.name, doc: doc, version: n.version})
 	}
-	if len(ops) == 1 {
-		return wake, nil
+	if len(out.writes) > 0 {
+		out.moved = Moves(before, after)
+	}
+	return out
+}
+
+// writeRound writes the assignments in one multi, fenced by the
+// election node and each conditional on the version read.
+func (a *Assigner) writeRound(ctx context.Context, fence *zk.CheckVersionRequest, writes []assignmentWrite) error {
+	ops := []any{fence}
+	for _, w := range writes {
+		ops = append(ops, &zk.SetDataRequest{Path: CollectorPath(w.name), Data: encode(w.doc), Version: w.version})
 	}
 	if _, err := a.s.Multi(ctx, ops...); err != nil {
-		return wake, fmt.Errorf("write assignment: %w", err)
+		return fmt.Errorf("write assignment: %w", err)
 	}
-	moved := Moves(before, after)
-	a.moves.Add(int64(moved))
-	a.log.Info("sources reassigned", "moved", moved, "collectors", len(members))
-	return wake, nil
+	return nil
 }
 
 // validSources drops (and logs) the sources that no collector can read.

@@ -10,6 +10,11 @@
 //	/logs/collector/<name>/status  persistent; data: progress and load (Status)
 //	/logs/assigner             election of the assigner
 //
+// collector owns /logs and is the only package that decodes it: Admin
+// is the administration every reader uses (ctl, the console, the monitor
+// through package cluster), Overview what they show. Liveness is decided
+// by one rule (judge, liveness.go) for the assigner and every reader.
+//
 // Collector nodes are persistent so that an assignment survives its
 // collector's death. Liveness is the freshness of status, which the
 // assigner polls and never watches.

@@ -40,7 +40,7 @@ type stamp struct {
 }
 
 // judge is the one liveness rule, used by the assigner and by
-// ListCollectors alike: a collector is alive if it has a status, that
+// Admin.Overview alike: a collector is alive if it has a status, that
 // status is not its last (Leaving), and it was written less than
 // deadAfter before now; now and the status's mtime are both the
 // coordination server's clock (ms). now is the time of the assigner's
@@ -115,7 +115,7 @@ func membersOf(nodes []collectorNode, ref int64, deadAfter time.Duration) []Memb
 	return out
 }
 
-// infosOf is ListCollectors' view of nodes, judged at ref.
+// infosOf is Admin.Overview's view of nodes, judged at ref.
 func infosOf(nodes []collectorNode, ref int64, deadAfter time.Duration) ([]CollectorInfo, error) {
 	out := make([]CollectorInfo, 0, len(nodes))
 	for _, n := range nodes {

@@ -7,7 +7,7 @@ import (
 )
 
 // TestAssignerAndListJudgeAlike feeds the same collectors to the
-// assigner's view (membersOf, what Plan sees) and to ListCollectors'
+// assigner's view (membersOf, what Plan sees) and to Admin.Overview's
 // (infosOf, what ctl prints) and checks that both decide alike, and as
 // the rule says.
 func TestAssignerAndListJudgeAlike(t *testing.T) {

@@ -1,8 +1,9 @@
 package coord
 
 import (
+	"context"
 	"encoding/binary"
-	"fmt"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/coord/proto"
 )
 
@@ -172,18 +174,12 @@ func mustDecode(t testing.TB, d *proto.Decoder, r proto.Record) {
 	}
 }
 
+// fourLetter returns the server's answer to word, a refusal included.
 func fourLetter(t testing.TB, addr, word string) string {
 	t.Helper()
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	fmt.Fprint(nc, word)
-	b, err := io.ReadAll(nc)
-	if err != nil {
+	ans, err := coordhealth.Ask(context.Background(), addr, word)
+	if err != nil && !errors.Is(err, coordhealth.ErrNotAllowed) {
 		t.Fatalf("%s: %v", word, err)
 	}
-	return string(b)
+	return ans
 }

@@ -3,6 +3,13 @@
 // what happens when processes, connections or servers fail. The copying
 // itself is an Engine's (package replication for MySQL and MariaDB).
 //
+// # Nodes it owns
+//
+// core owns /mysql_replicator (Layout): it is the only package that
+// decodes those nodes. Readers — ctl, the console, the monitor through
+// package cluster — get TaskStatus from Admin, specs redacted with
+// Spec.Redacted before they are shown.
+//
 // # Tasks and instances
 //
 // A task is a Spec stored as JSON in /mysql_replicator/tasks/<task>

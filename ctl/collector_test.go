@@ -159,3 +159,99 @@ func TestCollectorAndSourceHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectorListJudgesAsTheAssigner: collectors whose statuses are
+// kept fresh, one whose status went stale, one that left and one that
+// never wrote one; a real assigner gives the sources to those it judges
+// alive. ctl collector list must call alive exactly the collectors the
+// assigner gave sources to: both judge by collector's one rule, on the
+// server's clock at the assigner's round, with its --dead-after.
+func TestCollectorListJudgesAsTheAssigner(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		s := dialSession(t, conn)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		writeStatus := func(name string, leaving bool) error {
+			data, _ := json.Marshal(collector.Status{Version: 2, Name: name, Time: time.Now(), Leaving: leaving})
+			_, err := s.Set(ctx, collector.StatusPath(name), data, -1)
+			return err
+		}
+		for _, name := range []string{"fresh1", "fresh2", "stale", "leaving", "silent"} {
+			if err := s.EnsurePath(ctx, collector.CollectorPath(name)); err != nil {
+				t.Fatal(err)
+			}
+			if name == "silent" {
+				continue
+			}
+			if err := s.EnsurePath(ctx, collector.StatusPath(name)); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeStatus(name, name == "leaving"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustCtlAuth(t, conn, "source", "add", "file:///var/log/a.log", "file:///var/log/b.log", "file:///var/log/c.log", "file:///var/log/d.log")
+
+		// The fresh collectors' heartbeats, until the test ends.
+		beats := make(chan struct{})
+		go func() {
+			defer close(beats)
+			for ctx.Err() == nil {
+				for _, name := range []string{"fresh1", "fresh2"} {
+					_ = writeStatus(name, false)
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}()
+		a, err := collector.NewAssigner(s, collector.AssignerConfig{Name: "ctltest", Strategy: collector.Global,
+			PollInterval: 50 * time.Millisecond, DeadAfter: time.Second, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx) }()
+		defer func() {
+			cancel()
+			<-beats
+			if err := <-done; err != nil {
+				t.Errorf("assigner: %v", err)
+			}
+		}()
+
+		waitFor(t, 30*time.Second, "ctl and the assigner to agree on who is alive", func() error {
+			var ov collector.Overview
+			if err := json.Unmarshal([]byte(mustCtlAuth(t, conn, "--json", "collector", "list")), &ov); err != nil {
+				return err
+			}
+			if ov.Judged != collector.JudgedByAssigner {
+				return fmt.Errorf("judged %q, want by the assigner", ov.Judged)
+			}
+			var alive []string
+			assigned := 0
+			for _, c := range ov.Collectors {
+				if c.Alive != (len(c.Sources) > 0) {
+					return fmt.Errorf("%s: ctl says alive=%v (%s), the assigner gave it %v", c.Name, c.Alive, c.Reason, c.Sources)
+				}
+				if c.Alive {
+					alive = append(alive, c.Name)
+				}
+				assigned += len(c.Sources)
+			}
+			if strings.Join(alive, ",") != "fresh1,fresh2" || assigned != 4 {
+				return fmt.Errorf("alive %v with %d sources assigned, want fresh1 and fresh2 holding all 4", alive, assigned)
+			}
+			// Dead younger than ctl's own default: judged with the
+			// assigner's --dead-after, not ctl's.
+			for _, c := range ov.Collectors {
+				if c.Name == "stale" && c.StatusAge >= collector.DefaultDeadAfter {
+					t.Fatalf("inconclusive: stale is %v old, past ctl's default dead-after", c.StatusAge)
+				}
+			}
+			return nil
+		})
+	})
+}

@@ -8,6 +8,12 @@
 // It talks to `shepherd coord` or to an Apache ZooKeeper ensemble through
 // coord/recipe, and uses nothing only the bundled server has.
 //
+// ctl decodes none of Shepherd's own nodes: task, job, collector and
+// status verbs read through the domain packages' Admins and the cluster
+// snapshot (package cluster) and only format what those return, so that
+// ctl, the console and the monitor show the same thing; with --json they
+// print the same types.
+//
 // Run is the whole program: it takes the words after "shepherd ctl" and an
 // Env (the standard streams, the signals to forward, a clock zone) and
 // returns the exit status, so every verb is testable in-process.

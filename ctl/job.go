@@ -204,7 +204,7 @@ func (r *runner) jobShow(c *cli.Context) error {
 		return jobError(err)
 	}
 	if js.Error != "" && len(js.FileHosts) == 0 {
-		return jobError(errors.New(js.Error))
+		return errors.New(strings.TrimPrefix(js.Error, "scheduler: "))
 	}
 	if r.json {
 		return writeJSON(r.env.Stdout, js)

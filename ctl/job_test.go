@@ -222,3 +222,30 @@ func TestJobListShowsFileJobs(t *testing.T) {
 		})
 	})
 }
+
+// TestJobStoredUnderAnotherNameIsRefused: a job document stored at
+// /scheduler/jobs/alias naming the job "real" is refused by ctl as by the
+// scheduler (scheduler's one decoder): list marks it invalid, show fails
+// saying why and what to do.
+func TestJobStoredUnderAnotherNameIsRefused(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		s := dialSession(t, conn)
+		ctx := context.Background()
+		if err := s.EnsurePath(ctx, scheduler.JobsPath); err != nil {
+			t.Fatal(err)
+		}
+		doc := scheduler.Job{Name: "real", Schedule: "@daily", Command: "/bin/true"}.Encode()
+		if _, err := s.Create(ctx, scheduler.JobPath("alias"), doc, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		const why = `stored at /scheduler/jobs/alias but named "real"`
+		if got := mustCtlAuth(t, conn, "job", "list"); !strings.Contains(got, "alias") || !strings.Contains(got, "invalid: invalid job: "+why) {
+			t.Errorf("job list:\n%s\nwant alias marked invalid: %s", got, why)
+		}
+		r := runCtlAuth(t, conn, "job", "show", "alias")
+		if r.code != ExitFailure || !strings.Contains(r.stderr, why) || !strings.Contains(r.stderr, "shepherd ctl job rm alias") {
+			t.Errorf("job show alias: %v; want exit 1 saying %q and the remedy", r, why)
+		}
+	})
+}

@@ -25,6 +25,13 @@
 // jobs of either origin. docs/scheduler.md describes the guarantees,
 // configuration and failure behaviour.
 //
+// scheduler owns /scheduler and /master_election and is the only package
+// that decodes them: Admin is the administration every reader uses (ctl,
+// the console, the monitor through package cluster), and JobStatus what
+// they show. A stored job is decoded by one function (decodeStoredJob)
+// for the scheduler and for Admin alike; a job whose stored name is not
+// its node's name is refused by both.
+//
 // The package uses only coord/recipe's Session over go-zookeeper, so it
 // runs against `shepherd coord` and Apache ZooKeeper alike.
 //

@@ -273,16 +273,43 @@ type state struct {
 	triggers map[string]string // trigger node name -> scheduled time (RFC 3339)
 }
 
-// readState reads stored jobs, paused jobs and triggers, watching each;
-// a watch event kicks.
+// readState reads the stored jobs, paused jobs and triggers, watching
+// each (a watch event kicks), decides what to run and records what it
+// refuses: read (readStored), decide (decideState, pure), write
+// (setRefused).
 func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, error) {
-	s := sc.sess
-	st := state{jobs: map[string]*plan{}, paused: map[string]bool{}, triggers: map[string]string{}}
-	refused := map[string]string{}
-	for _, j := range sc.opts.Jobs {
-		p, _ := compile(j) // validated by New
-		st.jobs[j.Name] = p
+	raw, err := sc.readStored(ctx, kick)
+	if err != nil {
+		return state{}, err
 	}
+	st, refused := decideState(sc.opts.Jobs, raw)
+	sc.setRefused(refused)
+	return st, nil
+}
+
+// storedNode is a node of the scheduler's tree as read: its data, and
+// the trust check's verdict (nil, or an error wrapping
+// recipe.ErrUntrusted: an unauthenticated session could have written it).
+type storedNode struct {
+	data  []byte
+	trust error
+}
+
+// storedState is the scheduler's tree as one pass of readStored found it.
+type storedState struct {
+	jobs     map[string]storedNode // by job (node) name
+	paused   []string
+	triggers map[string]storedNode // by trigger node name
+}
+
+// readStored reads /scheduler/jobs, /scheduler/paused and
+// /scheduler/triggers with the trust verdict of each node, leaving a
+// watch on each job and list that kicks when it fires. Nodes deleted as
+// it reads are left out. An error means the tree could not be read: the
+// caller keeps its current jobs.
+func (sc *Scheduler) readStored(ctx context.Context, kick chan struct{}) (storedState, error) {
+	s := sc.sess
+	raw := storedState{jobs: map[string]storedNode{}, triggers: map[string]storedNode{}}
 	forward := func(ch <-chan zk.Event) {
 		go func() {
 			select {
@@ -308,77 +335,100 @@ func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, 
 		forward(ch)
 		return names, nil
 	}
-	names, err := children(JobsPath)
-	if err != nil {
-		return st, err
-	}
-	for _, n := range names {
-		var data []byte
+	// read returns a node's data and trust verdict; ok is false if it
+	// was deleted meanwhile.
+	read := func(path string, watch bool) (n storedNode, ok bool, err error) {
 		var ch <-chan zk.Event
-		err := s.Retry(ctx, func() (err error) {
-			data, _, ch, err = s.GetW(ctx, JobPath(n))
+		err = s.Retry(ctx, func() (err error) {
+			if watch {
+				n.data, _, ch, err = s.GetW(ctx, path)
+			} else {
+				n.data, _, err = s.Get(ctx, path)
+			}
 			return err
 		})
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return st, err
-		}
-		forward(ch)
-		j, err := decodeStoredJob(n, data)
-		if _, ok := st.jobs[n]; ok && err == nil {
-			err = fmt.Errorf("%w: %s: the --jobs file defines a job %q too, and the file wins; remove one of them (shepherd ctl job rm %s, or rename it)",
-				ErrJobRefused, JobPath(n), n, n)
-		}
 		if err == nil {
-			err = s.CheckTrusted(ctx, Root, JobPath(n))
-			if err != nil && !errors.Is(err, recipe.ErrUntrusted) && !errors.Is(err, zk.ErrNoNode) {
-				return st, err // the check itself failed: keep the current jobs
+			if watch {
+				forward(ch)
+			}
+			err = s.CheckTrusted(ctx, Root, path)
+			if errors.Is(err, recipe.ErrUntrusted) {
+				n.trust, err = err, nil
 			}
 		}
 		if errors.Is(err, zk.ErrNoNode) {
-			continue
+			return n, false, nil
 		}
+		return n, err == nil, err
+	}
+	names, err := children(JobsPath)
+	if err != nil {
+		return raw, err
+	}
+	for _, name := range names {
+		n, ok, err := read(JobPath(name), true)
 		if err != nil {
-			refused[JobPath(n)] = err.Error()
-			continue
+			return raw, err
 		}
-		st.jobs[n], _ = compile(j)
+		if ok {
+			raw.jobs[name] = n
+		}
 	}
-	if names, err = children(PausedPath); err != nil {
-		return st, err
-	}
-	for _, n := range names {
-		st.paused[n] = true
+	if raw.paused, err = children(PausedPath); err != nil {
+		return raw, err
 	}
 	if names, err = children(TriggersPath); err != nil {
-		return st, err
+		return raw, err
 	}
-	for _, n := range names {
-		var data []byte
-		err := s.Retry(ctx, func() (err error) {
-			data, _, err = s.Get(ctx, TriggersPath+"/"+n)
-			return err
-		})
+	for _, name := range names {
+		n, ok, err := read(TriggersPath+"/"+name, false)
+		if err != nil {
+			return raw, err
+		}
+		if ok {
+			raw.triggers[name] = n
+		}
+	}
+	return raw, ctx.Err()
+}
+
+// decideState is what the scheduler runs given its jobs file and the
+// stored tree, and what it refuses (path -> why): a stored job that does
+// not decode or names another job (decodeStoredJob), that a file job of
+// its name overrides, or that is untrusted; an untrusted trigger.
+func decideState(fileJobs []Job, raw storedState) (state, map[string]string) {
+	st := state{jobs: map[string]*plan{}, paused: map[string]bool{}, triggers: map[string]string{}}
+	refused := map[string]string{}
+	for _, j := range fileJobs {
+		p, _ := compile(j) // validated by New
+		st.jobs[j.Name] = p
+	}
+	for name, n := range raw.jobs {
+		j, err := decodeStoredJob(name, n.data)
+		if _, ok := st.jobs[name]; ok && err == nil {
+			err = fmt.Errorf("%w: %s: the --jobs file defines a job %q too, and the file wins; remove one of them (shepherd ctl job rm %s, or rename it)",
+				ErrJobRefused, JobPath(name), name, name)
+		}
 		if err == nil {
-			err = s.CheckTrusted(ctx, Root, TriggersPath+"/"+n)
+			err = n.trust
 		}
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-		case errors.Is(err, recipe.ErrUntrusted):
-			refused[TriggersPath+"/"+n] = err.Error()
-		case err != nil:
-			return st, err
-		default:
-			st.triggers[n] = string(data)
+		if err != nil {
+			refused[JobPath(name)] = err.Error()
+			continue
 		}
+		st.jobs[name], _ = compile(j)
 	}
-	if ctx.Err() != nil {
-		return st, ctx.Err()
+	for _, name := range raw.paused {
+		st.paused[name] = true
 	}
-	sc.setRefused(refused)
-	return st, nil
+	for name, n := range raw.triggers {
+		if n.trust != nil {
+			refused[TriggersPath+"/"+name] = n.trust.Error()
+			continue
+		}
+		st.triggers[name] = string(n.data)
+	}
+	return st, refused
 }
 
 // setRefused records what the last read of the stored state refused:

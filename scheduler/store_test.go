@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // TestStaleMasterCannotPublish: once another master has bumped the
@@ -162,5 +165,44 @@ func TestStoredJobPauseAndResume(t *testing.T) {
 			t.Error("paused flag left after RemoveJob")
 		}
 		_ = os.Remove(out)
+	})
+}
+
+// TestStoredJobNamedOtherwiseIsRefusedByAll: a job document stored at
+// /scheduler/jobs/alias that names the job "real" is refused, for the
+// same reason, by the scheduler (it would fire it under one name and
+// record its runs under the other) and by every reader (Admin.LoadJob,
+// Admin.Jobs): one decoder serves them all.
+func TestStoredJobNamedOtherwiseIsRefusedByAll(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		out := filepath.Join(t.TempDir(), "effects")
+		s := dial(t, connect)
+		if err := s.EnsurePath(ctx, JobsPath); err != nil {
+			t.Fatal(err)
+		}
+		doc := appendJob("real", "* * * * * *", out, "").Encode()
+		if _, err := s.Create(ctx, JobPath("alias"), doc, zk.FlagPersistent, nil); err != nil {
+			t.Fatal(err)
+		}
+		const why = `stored at /scheduler/jobs/alias but named "real"`
+		a := NewAdmin(s)
+		if _, err := a.LoadJob(ctx, "alias"); !errors.Is(err, ErrInvalidJob) || !strings.Contains(err.Error(), why) {
+			t.Fatalf("LoadJob = %v, want ErrInvalidJob saying %q", err, why)
+		}
+		jobs, err := a.Jobs(ctx, 0)
+		if err != nil || len(jobs) != 1 || jobs[0].Name != "alias" || !strings.Contains(jobs[0].Error, why) {
+			t.Fatalf("Jobs = %+v, %v; want alias refused", jobs, err)
+		}
+		sc, _ := startScheduler(t, connect, Options{}, nil)
+		checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+			if got := sc.Refused()[JobPath("alias")]; !strings.Contains(got, why) {
+				return fmt.Errorf("refusal of alias = %q, want it to say %q", got, why)
+			}
+			return nil
+		})
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the refused job ran: %s exists (%v)", out, err)
+		}
 	})
 }

@@ -87,9 +87,9 @@ func TestFieldsSplitsEachWordsLines(t *testing.T) {
 	}
 }
 
-// serveOnce answers one connection with answer (after reading the word)
-// and returns the listener's address.
-func serveOnce(t *testing.T, answer func(w io.Writer)) string {
+// serve answers every connection as a server would: answer gets the
+// word read and writes the reply. It stops when the test ends.
+func serve(t *testing.T, answer func(word string, w io.Writer)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -97,22 +97,56 @@ func serveOnce(t *testing.T, answer func(w io.Writer)) string {
 	}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				var word [4]byte
+				if _, err := io.ReadFull(c, word[:]); err == nil {
+					answer(string(word[:]), c)
+				}
+			}()
 		}
-		defer c.Close()
-		var word [4]byte
-		if _, err := io.ReadFull(c, word[:]); err != nil {
-			return
-		}
-		answer(c)
 	}()
 	return ln.Addr().String()
 }
 
+// serveWords answers each word from answers.
+func serveWords(t *testing.T, answers map[string]string) string {
+	return serve(t, func(word string, w io.Writer) { io.WriteString(w, answers[word]) })
+}
+
+// A server that allows srvr alone (the default of both servers): Probe
+// is OK with srvr's fields and without mntr's.
+func TestProbeOfAServerAllowingSrvrAloneIsOK(t *testing.T) {
+	addr := serveWords(t, map[string]string{
+		"srvr": readAnswer(t, "srvr-zookeeper.txt"),
+		"mntr": "mntr is not executed because it is not in the whitelist.\n",
+	})
+	s := Probe(context.Background(), addr)
+	if !s.OK || s.Mode != "standalone" || s.Znodes != 5 || s.Error != "" {
+		t.Fatalf("Probe = %+v", s)
+	}
+	if _, ok := s.Raw["zk_version"]; ok {
+		t.Fatalf("Probe took mntr keys from a refusal: %v", s.Raw)
+	}
+}
+
+// With mntr allowed, Probe adds its keys and the watch count.
+func TestProbeReadsMntrWhenAllowed(t *testing.T) {
+	mntr := strings.Replace(readAnswer(t, "mntr-shepherd.txt"), "zk_watch_count\t0", "zk_watch_count\t42", 1)
+	addr := serveWords(t, map[string]string{"srvr": readAnswer(t, "srvr-shepherd.txt"), "mntr": mntr})
+	s := Probe(context.Background(), addr)
+	if !s.OK || s.Watches != 42 || s.Raw["zk_server_state"] != "standalone" || s.Raw["Mode"] != "standalone" {
+		t.Fatalf("Probe = %+v", s)
+	}
+}
+
 func TestAskReportsAWordTheServerDisallows(t *testing.T) {
-	addr := serveOnce(t, func(w io.Writer) { io.WriteString(w, "mntr is not executed because it is not in the whitelist.\n") })
+	addr := serveWords(t, map[string]string{"mntr": "mntr is not executed because it is not in the whitelist.\n"})
 	_, err := Ask(context.Background(), addr, "mntr")
 	if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), "4lw.commands.whitelist") {
 		t.Fatalf("Ask = %v, want ErrNotAllowed with the remedy", err)
@@ -122,7 +156,7 @@ func TestAskReportsAWordTheServerDisallows(t *testing.T) {
 // An attacker's or a broken server's endless answer is cut at MaxAnswer
 // instead of filling memory.
 func TestAskBoundsAnEndlessAnswer(t *testing.T) {
-	addr := serveOnce(t, func(w io.Writer) {
+	addr := serve(t, func(_ string, w io.Writer) {
 		chunk := []byte(strings.Repeat("x", 64<<10))
 		for {
 			if _, err := w.Write(chunk); err != nil {
@@ -144,11 +178,19 @@ func TestAskBoundsAnEndlessAnswer(t *testing.T) {
 func TestAskGivesUpAtTheDeadline(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	addr := serveOnce(t, func(io.Writer) { <-release })
+	addr := serve(t, func(string, io.Writer) { <-release })
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := Ask(ctx, addr, "srvr"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Ask = %v, want DeadlineExceeded", err)
+	}
+}
+
+func TestAskRefusesAWordOfAnotherLength(t *testing.T) {
+	for _, w := range []string{"", "ruo", "ruokk"} {
+		if _, err := Ask(context.Background(), "127.0.0.1:1", w); err == nil || !strings.Contains(err.Error(), "not a four-letter word") {
+			t.Errorf("Ask(%q) = %v, want a length error", w, err)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package crashtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherd-dev/shepherd/internal/testpeer"
+	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 )
 
 // Client timing.
@@ -215,7 +216,7 @@ const dialRetry = 20 * time.Millisecond
 func dialRestarting(network, address string, timeout time.Duration) (net.Conn, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		ans, err := testpeer.FourLetter(address, "srvr")
+		ans, err := coordhealth.Ask(context.Background(), address, "srvr")
 		if err == nil && strings.Contains(ans, "Mode: ") {
 			return net.DialTimeout(network, address, timeout)
 		}

@@ -1,6 +1,7 @@
 package crashtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -192,7 +194,7 @@ func (s *shepherd) startExpectingExit() (code int, log string, err error) {
 			return p.cmd.ProcessState.ExitCode(), string(b), nil
 		case <-time.After(pollInterval):
 		}
-		if ans, err := testpeer.FourLetter(s.addr, "ruok"); err == nil && ans == "imok" {
+		if ans, err := coordhealth.Ask(context.Background(), s.addr, "ruok"); err == nil && ans == "imok" {
 			s.Kill()
 			return 0, "", fmt.Errorf("shepherd started and answered ruok; want it to refuse to start (log %s)", p.logPath)
 		}
@@ -262,7 +264,7 @@ func (s *shepherd) waitReady(p *process) error {
 			return fmt.Errorf("shepherd pid %d exited during start: %v", p.cmd.Process.Pid, p.err)
 		default:
 		}
-		ans, err := testpeer.FourLetter(s.addr, "ruok")
+		ans, err := coordhealth.Ask(context.Background(), s.addr, "ruok")
 		if err == nil && ans == "imok" {
 			return nil
 		}

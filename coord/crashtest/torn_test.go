@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -15,7 +16,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/shepherd-dev/shepherd/internal/testpeer"
+	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 )
 
 // Shape of the log-damage tests: a small --snap-count rolls the log into
@@ -249,7 +250,7 @@ var srvrZxid = regexp.MustCompile(`(?m)^Zxid: (0x[0-9a-fA-F]+)$`)
 
 // serverZxid asks the server for its last zxid with the srvr command.
 func serverZxid(addr string) (int64, error) {
-	ans, err := testpeer.FourLetter(addr, "srvr")
+	ans, err := coordhealth.Ask(context.Background(), addr, "srvr")
 	if err != nil {
 		return 0, err
 	}

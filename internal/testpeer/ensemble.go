@@ -1,6 +1,7 @@
 package testpeer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 )
 
 // Ensemble is a quorum of Apache ZooKeeper servers on loopback, each a
@@ -115,7 +118,7 @@ func (e *Ensemble) Leader() (int, error) {
 		if z.PID() == 0 {
 			continue
 		}
-		ans, err := FourLetter(z.Addr(), "srvr")
+		ans, err := coordhealth.Ask(context.Background(), z.Addr(), "srvr")
 		if err != nil {
 			errs = append(errs, fmt.Errorf("member %d: %w", i+1, err))
 			continue

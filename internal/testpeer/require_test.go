@@ -83,23 +83,3 @@ func TestFreePortIsListenable(t *testing.T) {
 	}
 	l.Close()
 }
-
-func TestFourLetterRejectsWrongLength(t *testing.T) {
-	for _, w := range []string{"", "ruo", "ruokk"} {
-		if _, err := FourLetter("127.0.0.1:1", w); err == nil || !strings.Contains(err.Error(), "letters") {
-			t.Errorf("FourLetter(%q) error = %v, want a length error", w, err)
-		}
-	}
-}
-
-func TestFourLetterReportsRefusedConnection(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
-	if _, err := FourLetter(addr, "ruok"); err == nil || !strings.Contains(err.Error(), addr) {
-		t.Fatalf("FourLetter to closed %s: error = %v, want one naming the address", addr, err)
-	}
-}

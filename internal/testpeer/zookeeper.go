@@ -2,6 +2,7 @@ package testpeer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 )
 
 // ErrNotRunning reports an operation that needs a running ZooKeeper.
@@ -330,14 +333,14 @@ func (z *ZooKeeper) start() error {
 // database is still loading and session handshakes are refused; srvr
 // reports "not currently serving requests" until it is done.
 func (z *ZooKeeper) ready() error {
-	ans, err := FourLetter(z.Addr(), "ruok")
+	ans, err := coordhealth.Ask(context.Background(), z.Addr(), "ruok")
 	if err != nil {
 		return err
 	}
 	if ans != "imok" {
 		return fmt.Errorf("ruok answered %q", ans)
 	}
-	ans, err = FourLetter(z.Addr(), "srvr")
+	ans, err = coordhealth.Ask(context.Background(), z.Addr(), "srvr")
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package testpeer
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 )
 
 type discardLogger struct{}
@@ -45,10 +48,10 @@ func TestZooKeeperLifecycle(t *testing.T) {
 	z := StartZooKeeper(t)
 	addr := z.Addr()
 
-	if got, err := FourLetter(addr, "ruok"); err != nil || got != "imok" {
+	if got, err := coordhealth.Ask(context.Background(), addr, "ruok"); err != nil || got != "imok" {
 		t.Fatalf("ruok = %q, %v; want imok", got, err)
 	}
-	srvr, err := FourLetter(addr, "srvr")
+	srvr, err := coordhealth.Ask(context.Background(), addr, "srvr")
 	if err != nil || !strings.Contains(srvr, "Mode: standalone") {
 		t.Fatalf("srvr = %q, %v; want a standalone server", srvr, err)
 	}
@@ -88,7 +91,7 @@ func TestZooKeeperLifecycle(t *testing.T) {
 		if z.PID() != 0 || processAlive(pid) {
 			t.Fatalf("after Kill: PID() = %d, pid %d alive = %v", z.PID(), pid, processAlive(pid))
 		}
-		if _, err := FourLetter(addr, "ruok"); err == nil {
+		if _, err := coordhealth.Ask(context.Background(), addr, "ruok"); err == nil {
 			t.Fatal("ruok answered after Kill")
 		}
 		z.Kill() // idempotent
@@ -141,7 +144,7 @@ func TestZooKeeperExtendedTypes(t *testing.T) {
 
 func TestZooKeeperTickTimeOption(t *testing.T) {
 	z := StartZooKeeperWith(t, ZKOptions{TickTime: 500 * time.Millisecond})
-	conf, err := FourLetter(z.Addr(), "conf")
+	conf, err := coordhealth.Ask(context.Background(), z.Addr(), "conf")
 	if err != nil {
 		t.Fatal(err)
 	}
