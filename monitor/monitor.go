@@ -164,11 +164,11 @@ func (m *Monitor) evaluate(ctx context.Context, termNode string) error {
 	}
 	s := m.deps.Session
 	st, version, err := ReadState(ctx, s)
-	if err != nil && version == 0 {
-		return err
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrBadState):
 		m.log.Error("monitor: state", "error", err)
+	case err != nil:
+		return err
 	}
 	if version >= 0 {
 		// The outbox is sent: only a state no other identity could have
@@ -194,10 +194,9 @@ func (m *Monitor) evaluate(ctx context.Context, termNode string) error {
 	alerts, notes := Step(st.Alerts, findings, m.holds, m.cfg.RepeatInterval, silenced, now)
 	standby, standbyVersion := m.standbyAlert(ctx)
 	if standby != nil {
-		r := *standby
-		r.Status, r.EndsAt = StatusResolved, now
-		r.ID = fmt.Sprintf("%s@%s:%s", RuleMonitorStandbyOnly, now.UTC().Format(time.RFC3339Nano), StatusResolved)
-		notes = append(notes, r)
+		a := Alert{Finding: Finding{Rule: standby.Rule, Severity: standby.Severity, Labels: standby.Labels, Summary: standby.Summary, Fix: standby.Fix},
+			State: StateFiring, FiredAt: standby.StartsAt}
+		notes = append(notes, a.notification(StatusResolved, now))
 	}
 	st.Alerts, st.History, st.Active, st.Updated = alerts, in.History, m.cfg.Name, now
 	if len(notes) > 0 {

@@ -149,11 +149,10 @@ func (w *webhook) Send(ctx context.Context, b Batch) error {
 
 // amAlert is one alert of Alertmanager's API v2 (postableAlert).
 type amAlert struct {
-	Labels       map[string]string `json:"labels"`
-	Annotations  map[string]string `json:"annotations"`
-	StartsAt     time.Time         `json:"startsAt"`
-	EndsAt       time.Time         `json:"endsAt,omitzero"`
-	GeneratorURL string            `json:"generatorURL,omitempty"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	StartsAt    time.Time         `json:"startsAt"`
+	EndsAt      time.Time         `json:"endsAt,omitzero"`
 }
 
 // alertmanagerAlerts is a batch as the body of Alertmanager's

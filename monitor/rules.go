@@ -580,5 +580,5 @@ func monitorStandbyOnly(in *Input, _ *Thresholds) []Finding {
 	}
 	return []Finding{{Rule: RuleMonitorStandbyOnly, Severity: Critical, Labels: map[string]string{},
 		Summary: "no monitor is active: " + in.ActiveMonitorStatus + "; alerts other than this one are not sent",
-		Fix:     "see the logs of the monitor that leads the election (shepherd ctl get /shepherd/monitor/state)"}}
+		Fix:     "see the logs of the monitor that leads the election (shepherd ctl alert list shows which and its last evaluation)"}}
 }

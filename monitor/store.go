@@ -67,7 +67,13 @@ type Outgoing struct {
 	LastError string   `json:"lastError,omitempty"`
 }
 
-// ReadState reads the state document and its version (-1: none yet).
+// ErrBadState reports a state document that does not decode: it is
+// started over (the worst is one repeat of what was firing).
+var ErrBadState = errors.New("monitor: state does not decode")
+
+// ReadState reads the state document and its version (-1: none yet). A
+// document that does not decode is an error wrapping ErrBadState, with an
+// empty state and the document's version, so that it can be replaced.
 func ReadState(ctx context.Context, s *recipe.Session) (State, int32, error) {
 	st := State{Alerts: map[string]*Alert{}}
 	var data []byte
@@ -83,9 +89,7 @@ func ReadState(ctx context.Context, s *recipe.Session) (State, int32, error) {
 		return st, 0, fmt.Errorf("monitor: read %s: %w", StatePath, err)
 	}
 	if err := json.Unmarshal(data, &st); err != nil {
-		// A state that does not decode is started over, not fatal: the
-		// worst is one repeat of what was firing.
-		return State{Alerts: map[string]*Alert{}}, stat.Version, fmt.Errorf("monitor: %s does not decode (%v): starting from an empty state", StatePath, err)
+		return State{Alerts: map[string]*Alert{}}, stat.Version, fmt.Errorf("%w: %s: %v: starting from an empty state", ErrBadState, StatePath, err)
 	}
 	if st.Alerts == nil {
 		st.Alerts = map[string]*Alert{}
