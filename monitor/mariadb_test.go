@@ -30,7 +30,8 @@ func currentBinlog(t *testing.T, db *sql.DB) string {
 // TestSourceRulesAgainstMariaDB runs a real task between two private
 // mariadbd servers. Caught up with an idle source it is not late; with
 // its core stopped while the source moves on it is (ReplicationLag),
-// until a core catches up. Then, the task stopped, the source's binary
+// until a core catches up. A row the target refuses fails the task
+// (TaskFailed) until fixed and retried. Then, the task stopped, the source's binary
 // logs are worked: the monitor warns when the file the checkpoint needs
 // may expire (binlog_expire_logs_seconds lowered), says it is gone once
 // PURGE BINARY LOGS removes it, and resolves both — each notification
@@ -101,6 +102,27 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	// Back, it catches up.
 	stopCore = runCore()
 	r.waitCount(t, RuleReplicationLag, StatusResolved, 1)
+
+	// A row of a table the target lacks (created on the source outside
+	// the binary log): the target refuses it, the task fails.
+	conn, err := src.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SET SESSION sql_log_bin = 0", "CREATE TABLE shop.extra (id INT PRIMARY KEY)", "SET SESSION sql_log_bin = 1", "INSERT INTO shop.extra VALUES (1)"} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	conn.Close()
+	r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
+	// Fixed and retried (ctl task start): resolved.
+	target.Exec(t, "CREATE TABLE shop.extra (id INT PRIMARY KEY)")
+	if err := admin.SetState(ctx, "shop", core.DesiredRunning); err != nil {
+		t.Fatal(err)
+	}
+	r.waitCount(t, RuleTaskFailed, StatusResolved, 1)
+
 	if err := admin.SetState(ctx, "shop", core.DesiredStopped); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +132,7 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	// risk (the needed file is not the oldest).
 	source.Exec(t, "INSERT INTO shop.items VALUES (3)", "FLUSH BINARY LOGS", "SET GLOBAL binlog_expire_logs_seconds = 0", "SET GLOBAL expire_logs_days = 0")
 	waitEvaluations(t, m, 5)
-	if n := len(r.all()); n != 2 {
+	if n := len(r.all()); n != 4 {
 		t.Fatalf("nothing at risk yet, sent %+v", r.all())
 	}
 
@@ -129,14 +151,14 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	}
 	r.waitCount(t, RuleBinlogPurged, StatusResolved, 1)
 	waitEvaluations(t, m, 3)
-	for _, rule := range []string{RuleReplicationLag, RuleBinlogPurgeRisk, RuleBinlogPurged} {
+	for _, rule := range []string{RuleReplicationLag, RuleTaskFailed, RuleBinlogPurgeRisk, RuleBinlogPurged} {
 		for _, st := range []string{StatusFiring, StatusResolved} {
 			if n := r.count(rule, st); n != 1 {
 				t.Errorf("%s %s sent %d times", rule, st, n)
 			}
 		}
 	}
-	if n := len(r.all()); n != 6 {
-		t.Fatalf("%d notifications, want 6: %+v", n, r.all())
+	if n := len(r.all()); n != 8 {
+		t.Fatalf("%d notifications, want 8: %+v", n, r.all())
 	}
 }
