@@ -37,9 +37,9 @@ func (r *runner) alertCommand() *cli.Command {
 			{Name: "unsilence", Usage: "delete a silence", ArgsUsage: "id", Action: r.alertUnsilence},
 			{
 				Name: "test", Usage: "send a test notification to each channel of a monitor config (no coordination server needed)",
-				ArgsUsage: "--config monitor.yaml | --webhook URL…",
+				ArgsUsage: "--monitor-config monitor.yaml | --webhook URL…",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "config", Usage: "the monitor's config file"},
+					&cli.StringFlag{Name: "monitor-config", Usage: "the monitor's config file"},
 					&cli.StringSliceFlag{Name: "webhook", Usage: "a webhook URL (repeatable)"},
 				},
 				Action: r.alertTest,
@@ -172,7 +172,7 @@ func (r *runner) alertTest(c *cli.Context) error {
 		return err
 	}
 	cfg := monitor.DefaultConfig()
-	if p := c.String("config"); p != "" {
+	if p := c.String("monitor-config"); p != "" {
 		var err error
 		if cfg, err = monitor.LoadConfig(r.ctx, p); err != nil {
 			return err

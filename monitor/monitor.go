@@ -143,6 +143,7 @@ func sleep(ctx context.Context, d time.Duration) {
 func (m *Monitor) tick(ctx context.Context) {
 	if m.election.IsLeader() {
 		m.metrics.active.Set(1)
+		m.noActiveSince = time.Time{}
 		if err := m.evaluate(ctx, m.election.Node()); err != nil {
 			m.log.Warn("monitor: evaluation", "error", err)
 		}

@@ -206,7 +206,7 @@ func SendTest(ctx context.Context, cfg Config, from string) (map[string]error, e
 		return nil, err
 	}
 	if len(chans) == 0 {
-		return nil, fmt.Errorf("monitor: no channel configured: give a --config with channels or --webhook URL")
+		return nil, fmt.Errorf("monitor: no channel configured: give a --monitor-config with channels or --webhook URL")
 	}
 	now := time.Now().UTC()
 	n := Notification{

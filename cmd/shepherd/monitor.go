@@ -26,13 +26,13 @@ func monitorCommand() *cli.Command {
 		Usage: "raise and resolve alerts about tasks, jobs, collectors and the coordination servers; serve cluster metrics",
 		Description: `Any number of monitors may run against the same --zk: one is elected active and sends
 notifications, the others stand by and take over with its alert state. Channels come only
-from --config and --webhook, never from the coordination tree. See docs/monitor.md.`,
+from --monitor-config and --webhook, never from the coordination tree. See docs/monitor.md.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "zk", Value: "127.0.0.1:2181", EnvVars: []string{"SHEPHERD_ZK"},
 				Usage: "servers and optional chroot: host:port[,host:port…][/chroot]"},
-			&cli.StringFlag{Name: "config", Usage: "YAML config file: rules, hold times, channels (docs/monitor.md)"},
-			&cli.StringSliceFlag{Name: "webhook", Usage: "POST notifications as JSON to this URL (repeatable; adds to --config's)"},
-			&cli.DurationFlag{Name: "interval", Usage: "evaluation interval (default 15s, or the config's)"},
+			&cli.StringFlag{Name: "monitor-config", Usage: "YAML file of the monitor: rules, hold times, channels (docs/monitor.md)"},
+			&cli.StringSliceFlag{Name: "webhook", Usage: "POST notifications as JSON to this URL (repeatable; adds to --monitor-config's)"},
+			&cli.DurationFlag{Name: "interval", Usage: "evaluation interval", DefaultText: "the config's interval, else 15s"},
 			&cli.StringFlag{Name: "name", Usage: "this monitor's name in the election (default host-pid)"},
 			&cli.BoolFlag{Name: "standby-only", Usage: "never become active: only watch the active monitor"},
 			&cli.DurationFlag{Name: "session-timeout", Value: recipe.DefaultSessionTimeout,
@@ -47,7 +47,7 @@ func runMonitor(c *cli.Context) error {
 	ctx, stop := signalContext(c)
 	defer stop()
 	cfg := monitor.DefaultConfig()
-	if path := c.String("config"); path != "" {
+	if path := c.String("monitor-config"); path != "" {
 		var err error
 		if cfg, err = monitor.LoadConfig(ctx, path); err != nil {
 			return err

@@ -20,7 +20,7 @@ trap cleanup EXIT
 
 python3 -u examples/monitor/receiver.py "$HOOK_PORT" >"$DIR/webhook.log" 2>&1 &
 pids+=($!)
-"$BIN" monitor --zk "$ZK" --config examples/monitor/monitor.yaml --webhook "http://127.0.0.1:$HOOK_PORT/" \
+"$BIN" monitor --zk "$ZK" --monitor-config examples/monitor/monitor.yaml --webhook "http://127.0.0.1:$HOOK_PORT/" \
   --metrics-listen "$METRICS" >"$DIR/monitor.log" 2>&1 &
 pids+=($!)
 
