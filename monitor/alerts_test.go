@@ -120,3 +120,26 @@ func TestStepSeverityChangeIsAnotherAlert(t *testing.T) {
 		t.Fatalf("warning then critical: %s %+v", got, notes2)
 	}
 }
+
+// TestStateStaysUnderTheNodeLimit: thousands of busy tasks' samples are
+// cut so that the state fits a ZooKeeper node.
+func TestStateStaysUnderTheNodeLimit(t *testing.T) {
+	st := &State{Alerts: map[string]*Alert{}, History: History{Tasks: map[string]*TaskHistory{}}}
+	for i := range 2000 {
+		th := &TaskHistory{}
+		for j := range maxSamples {
+			th.Samples = append(th.Samples, PosSample{At: t0.Add(time.Duration(j) * time.Second), Pos: pos("mysql-bin.000001", uint32(j))})
+		}
+		st.History.Tasks[fmt.Sprintf("task-%04d", i)] = th
+	}
+	data, err := encodeState(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) > maxStateBytes {
+		t.Fatalf("%d bytes, over %d", len(data), maxStateBytes)
+	}
+	if n := len(st.History.Tasks["task-0000"].Samples); n == 0 || n == maxSamples {
+		t.Fatalf("%d samples kept: want some, fewer than %d", n, maxSamples)
+	}
+}

@@ -11,8 +11,10 @@ import (
 
 // maxSamples bounds the source positions remembered per task. A sample is
 // appended only when the source's position moved, so an idle source uses
-// one; a busy one keeps the last maxSamples intervals.
-const maxSamples = 128
+// one; a busy one keeps the last maxSamples intervals (8 minutes at the
+// default interval: longer lags are measured from the task's own report,
+// see lag). It keeps the state document small: about 3 KB per task.
+const maxSamples = 32
 
 // History is what the rules that look at change over time remember
 // between evaluations. It is stored with the alert state in the

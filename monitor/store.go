@@ -107,9 +107,9 @@ var ErrNotActive = errors.New("monitor: not the active monitor any more")
 func writeState(ctx context.Context, s *recipe.Session, termNode string, st *State, version int32) (int32, error) {
 	st.Version = stateVersion
 	trimState(st)
-	data, err := json.Marshal(st)
+	data, err := encodeState(st)
 	if err != nil {
-		return version, fmt.Errorf("monitor: encode state: %w", err)
+		return version, err
 	}
 	check := &zk.CheckVersionRequest{Path: termNode, Version: 0}
 	var op any = &zk.SetDataRequest{Path: StatePath, Data: data, Version: version}
@@ -127,6 +127,36 @@ func writeState(ctx context.Context, s *recipe.Session, termNode string, st *Sta
 		return version, fmt.Errorf("monitor: write %s: %w", StatePath, err)
 	}
 	return version + 1, nil
+}
+
+// maxStateBytes bounds the state document, below the 1 MB a ZooKeeper
+// node holds (jute.maxbuffer) with room for the request around it.
+const maxStateBytes = 768 << 10
+
+// encodeState encodes st; a document over maxStateBytes loses the
+// history's older source samples and events first (lag is measured
+// coarser for a while), and is an error if still too large.
+func encodeState(st *State) ([]byte, error) {
+	for keep := maxSamples / 2; ; keep /= 2 {
+		data, err := json.Marshal(st)
+		if err != nil {
+			return nil, fmt.Errorf("monitor: encode state: %w", err)
+		}
+		if len(data) <= maxStateBytes {
+			return data, nil
+		}
+		if keep == 0 {
+			return nil, fmt.Errorf("monitor: state of %d alerts and %d tasks is %d bytes, over %d: too many tasks or alerts for one monitor state", len(st.Alerts), len(st.History.Tasks), len(data), maxStateBytes)
+		}
+		for _, th := range st.History.Tasks {
+			if th != nil && len(th.Samples) > keep {
+				th.Samples = th.Samples[len(th.Samples)-keep:]
+			}
+		}
+		if len(st.Events) > keep {
+			st.Events = st.Events[len(st.Events)-keep:]
+		}
+	}
 }
 
 // trimState keeps the state document within its bounds.
