@@ -31,7 +31,8 @@ func currentBinlog(t *testing.T, db *sql.DB) string {
 // mariadbd servers. Caught up with an idle source it is not late; with
 // its core stopped while the source moves on it is (ReplicationLag),
 // until a core catches up. A row the target refuses fails the task
-// (TaskFailed) until fixed and retried. Then, the task stopped, the source's binary
+// (TaskFailed) until fixed and retried; a lock on the target holds its
+// checkpoint while the source moves (CheckpointStale). Then, the task stopped, the source's binary
 // logs are worked: the monitor warns when the file the checkpoint needs
 // may expire (binlog_expire_logs_seconds lowered), says it is gone once
 // PURGE BINARY LOGS removes it, and resolves both — each notification
@@ -89,6 +90,7 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	r := newReceiver(t)
 	cfg := testConfig(r)
 	cfg.Rules.LagWarning, cfg.Rules.LagCritical = time.Second, time.Hour
+	cfg.Rules.CheckpointStale = 2 * time.Second
 	m, _ := startMonitor(t, s, startPoller(t, s, cluster.Options{}), cfg, Deps{})
 	// An idle source: its last event ages, the task is not late.
 	waitEvaluations(t, m, 25) // 2.5s: past the 1s lag threshold
@@ -123,6 +125,26 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	}
 	r.waitCount(t, RuleTaskFailed, StatusResolved, 1)
 
+	// A core stuck on a lock of the target: its checkpoint stays while the
+	// source moves on (CheckpointStale, and it is late), until the lock
+	// goes.
+	lock, err := target.DB(t).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.ExecContext(ctx, "LOCK TABLES shop.items WRITE"); err != nil {
+		t.Fatal(err)
+	}
+	source.Exec(t, "INSERT INTO shop.items VALUES (10)")
+	r.waitCount(t, RuleCheckpointStale, StatusFiring, 1)
+	r.waitCount(t, RuleReplicationLag, StatusFiring, 2)
+	if _, err := lock.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
+		t.Fatal(err)
+	}
+	lock.Close()
+	r.waitCount(t, RuleCheckpointStale, StatusResolved, 1)
+	r.waitCount(t, RuleReplicationLag, StatusResolved, 2)
+
 	if err := admin.SetState(ctx, "shop", core.DesiredStopped); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +154,7 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	// risk (the needed file is not the oldest).
 	source.Exec(t, "INSERT INTO shop.items VALUES (3)", "FLUSH BINARY LOGS", "SET GLOBAL binlog_expire_logs_seconds = 0", "SET GLOBAL expire_logs_days = 0")
 	waitEvaluations(t, m, 5)
-	if n := len(r.all()); n != 4 {
+	if n := len(r.all()); n != 8 {
 		t.Fatalf("nothing at risk yet, sent %+v", r.all())
 	}
 
@@ -160,14 +182,17 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	}
 	r.waitCount(t, RuleBinlogPurged, StatusResolved, 1)
 	waitEvaluations(t, m, 3)
-	for _, rule := range []string{RuleReplicationLag, RuleTaskFailed, RuleBinlogPurgeRisk, RuleBinlogPurged} {
+	want := map[string]int{RuleReplicationLag: 2, RuleTaskFailed: 1, RuleCheckpointStale: 1, RuleBinlogPurgeRisk: 1, RuleBinlogPurged: 1}
+	total := 0
+	for rule, n := range want {
 		for _, st := range []string{StatusFiring, StatusResolved} {
-			if n := r.count(rule, st); n != 1 {
-				t.Errorf("%s %s sent %d times", rule, st, n)
+			if got := r.count(rule, st); got != n {
+				t.Errorf("%s %s sent %d times, want %d", rule, st, got, n)
 			}
 		}
+		total += 2 * n
 	}
-	if n := len(r.all()); n != 8 {
-		t.Fatalf("%d notifications, want 8: %+v", n, r.all())
+	if n := len(r.all()); n != total {
+		t.Fatalf("%d notifications, want %d: %+v", n, total, r.all())
 	}
 }
