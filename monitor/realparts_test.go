@@ -13,6 +13,7 @@ import (
 	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/coord"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
@@ -126,4 +127,41 @@ func TestCoordUnhealthyWhenAServerStops(t *testing.T) {
 	}
 	other = start()
 	r.waitCount(t, RuleCoordUnhealthy, StatusResolved, 1)
+}
+
+// TestTaskNoStandbyWithRealCores: a hot-standby task run by one core has
+// no standby until a second core joins its line.
+func TestTaskNoStandbyWithRealCores(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		// The source is unreachable: the owner stays RUNNING, retrying.
+		sp := &core.Spec{Name: "orders", Version: core.SpecVersion, State: core.DesiredRunning, Start: core.StartCurrent,
+			Source:  core.Endpoint{Host: "127.0.0.1", Port: 1, User: "u", Flavor: core.FlavorMySQL},
+			Target:  core.Endpoint{Host: "127.0.0.1", Port: 2, User: "u", Flavor: core.FlavorMySQL},
+			Standby: core.Standby{Mode: core.ModeHot}}
+		if err := core.NewAdmin(s, "").AddTask(ctx, sp, false); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		cctx, stopCores := context.WithCancel(ctx)
+		defer wg.Wait()
+		defer stopCores()
+		startCore := func(host string) {
+			c, err := core.New(dial(t, connect, recipe.Options{Auth: coordtest.Auth}), core.Config{Host: host, Tasks: []string{"orders"}, Engine: core.MySQL{}, Logger: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() { _ = c.Run(cctx) })
+		}
+		r := newReceiver(t)
+		cfg := testConfig(r)
+		cfg.Hold = map[string]time.Duration{RuleTaskNoStandby: 0}
+		startMonitor(t, s, startPoller(t, s, cluster.Options{}), cfg, Deps{})
+		startCore("a")
+		r.waitCount(t, RuleTaskNoStandby, StatusFiring, 1)
+		startCore("b")
+		r.waitCount(t, RuleTaskNoStandby, StatusResolved, 1)
+	})
 }
