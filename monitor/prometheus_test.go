@@ -183,3 +183,85 @@ func mustAbs(t *testing.T, p string) string {
 	}
 	return a
 }
+
+// TestAlertmanagerTakesTheAlertmanagerFormat: the webhook's alertmanager
+// format is accepted by a real Alertmanager's POST /api/v2/alerts, which
+// then lists the alert with its labels, and sees it end when it resolves.
+func TestAlertmanagerTakesTheAlertmanagerFormat(t *testing.T) {
+	am := requireBinary(t, "prometheus-alertmanager")
+	tg := targets[0]
+	tg.Require(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "am.yml"), []byte("route: {receiver: none}\nreceivers: [{name: none}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := testpeer.FreePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, am, "--config.file="+filepath.Join(dir, "am.yml"), "--storage.path="+filepath.Join(dir, "data"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--cluster.listen-address=")
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("alertmanager log:\n%s", log.String())
+		}
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d/api/v2", port)
+	// alerts returns Alertmanager's TaskFailed alerts that have not ended.
+	alerts := func() ([]map[string]any, error) {
+		resp, err := http.Get(base + "/alerts")
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var all []struct {
+			Labels map[string]string `json:"labels"`
+			EndsAt time.Time         `json:"endsAt"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
+			return nil, err
+		}
+		var out []map[string]any
+		for _, a := range all {
+			if a.Labels["alertname"] == RuleTaskFailed && a.EndsAt.After(time.Now()) {
+				out = append(out, map[string]any{"labels": a.Labels})
+			}
+		}
+		return out, nil
+	}
+	waitFor(t, 30*time.Second, "alertmanager up", func() error {
+		_, err := alerts()
+		return err
+	})
+
+	feed := cluster.NewFixed(failedSnap())
+	cfg := DefaultConfig()
+	cfg.Interval = 100 * time.Millisecond
+	cfg.Webhooks = []WebhookConfig{{URL: base + "/alerts", Format: FormatAlertmanager}}
+	connect := tg.Addr + "/" + fmt.Sprintf("am-%d", time.Now().UnixNano())
+	m, _ := startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), feed, cfg, Deps{})
+	waitFor(t, 30*time.Second, "alertmanager lists TaskFailed", func() error {
+		got, err := alerts()
+		if err != nil {
+			return err
+		}
+		if len(got) != 1 || fmt.Sprint(got[0]["labels"]) != "map[alertname:TaskFailed severity:critical task:orders]" {
+			return fmt.Errorf("alerts %v", got)
+		}
+		return nil
+	})
+	feed.Set(healthySnap())
+	waitFor(t, 30*time.Second, "the alert ended in alertmanager", func() error {
+		got, err := alerts()
+		if err != nil || len(got) != 0 {
+			return fmt.Errorf("alerts %v, %v", got, err)
+		}
+		return nil
+	})
+	waitEvaluations(t, m, 2)
+}
