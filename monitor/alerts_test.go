@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/core"
 )
 
 func noSilence(Finding) bool { return false }
@@ -141,5 +144,22 @@ func TestStateStaysUnderTheNodeLimit(t *testing.T) {
 	}
 	if n := len(st.History.Tasks["task-0000"].Samples); n == 0 || n == maxSamples {
 		t.Fatalf("%d samples kept: want some, fewer than %d", n, maxSamples)
+	}
+}
+
+// TestAReadThatFailsResolvesNothing: an alert whose section or source
+// could not be read carries on; one that was read and is gone resolves.
+func TestAReadThatFailsResolvesNothing(t *testing.T) {
+	job := Finding{Rule: RuleJobFailed, Severity: Critical, Labels: map[string]string{"job": "j"}}
+	purged := Finding{Rule: RuleBinlogPurged, Severity: Critical, Labels: map[string]string{"task": "t"}}
+	dead := Finding{Rule: RuleCollectorDead, Severity: Critical, Labels: map[string]string{"collector": "c"}}
+	alerts, _ := Step(nil, []Finding{job, purged, dead}, nil, 0, noSilence, t0)
+	in := &Input{Now: t0.Add(time.Minute), Snap: &cluster.Snapshot{
+		Tasks:  []core.TaskStatus{task("t")},
+		Errors: map[cluster.Section]string{cluster.SectionJobs: "connection loss"},
+	}, Sources: map[string]SourceReading{"t": {Err: "connection refused"}}}
+	_, notes := Step(alerts, Unjudged(in, alerts), nil, 0, noSilence, in.Now)
+	if got := statuses(notes); got != "resolved CollectorDead" {
+		t.Fatalf("jobs unread, source unread, collectors read and fine: sent %q", got)
 	}
 }

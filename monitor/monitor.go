@@ -181,7 +181,7 @@ func (m *Monitor) evaluate(ctx context.Context, termNode string) error {
 	}
 	readings := m.readSources(ctx, snap, now)
 	in := Input{Now: now, Snap: snap, Sources: readings, History: Observe(st.History, snap, readings, now)}
-	findings := m.findings(&in)
+	findings := append(m.findings(&in), Unjudged(&in, st.Alerts)...)
 	silences, refused, err := Silences(ctx, s, true)
 	if err != nil {
 		m.log.Warn("monitor: silences not read; none applied", "error", err)

@@ -124,6 +124,39 @@ func Rules() []Rule {
 	}
 }
 
+// ruleSection is the snapshot section each rule reads.
+var ruleSection = map[string]cluster.Section{
+	RuleTaskFailed: cluster.SectionTasks, RuleTaskNotRunning: cluster.SectionTasks, RuleTaskNoStandby: cluster.SectionTasks,
+	RuleReplicationLag: cluster.SectionTasks, RuleCheckpointStale: cluster.SectionTasks,
+	RuleBinlogPurgeRisk: cluster.SectionTasks, RuleBinlogPurged: cluster.SectionTasks,
+	RuleJobFailed: cluster.SectionJobs, RuleJobMissed: cluster.SectionJobs, RuleJobTooLong: cluster.SectionJobs, RuleJobNoSuccess: cluster.SectionJobs,
+	RuleCollectorDead: cluster.SectionCollectors, RuleSourceUnassigned: cluster.SectionCollectors, RuleCollectorLagging: cluster.SectionCollectors,
+	RuleCoordUnhealthy: cluster.SectionCoord,
+}
+
+// sourceRules read the task's source as well.
+var sourceRules = []string{RuleReplicationLag, RuleCheckpointStale, RuleBinlogPurgeRisk, RuleBinlogPurged}
+
+// Unjudged returns the findings of the alerts that this input cannot
+// judge — their snapshot section, or their task's source, could not be
+// read — so that they carry on as they were: a read that fails for a
+// moment neither resolves an alert nor starts its hold again.
+func Unjudged(in *Input, alerts map[string]*Alert) []Finding {
+	var out []Finding
+	for _, a := range alerts {
+		_, failed := in.Snap.Errors[ruleSection[a.Rule]]
+		if !failed && slices.Contains(sourceRules, a.Rule) {
+			r, read := in.Sources[a.Labels["task"]]
+			_, exists := in.Snap.Task(a.Labels["task"])
+			failed = exists && (!read || r.Err != "")
+		}
+		if failed {
+			out = append(out, a.Finding)
+		}
+	}
+	return out
+}
+
 // Thresholds are the rules' limits; DefaultThresholds has the defaults.
 // Field names are those of the config file's rules section.
 type Thresholds struct {
