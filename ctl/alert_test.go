@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,17 @@ func TestAlertSilenceListUnsilence(t *testing.T) {
 		out = mustCtlAuth(t, connect, "alert", "list")
 		if !strings.Contains(out, "no monitor has evaluated yet") || !strings.Contains(out, "maint") || !strings.Contains(out, "rule=TaskFailed,task=orders") || !strings.Contains(out, "db upgrade") {
 			t.Fatalf("list: %s", out)
+		}
+		var doc struct {
+			Active   string `json:"active"`
+			Silences []struct {
+				ID       string            `json:"id"`
+				Matchers map[string]string `json:"matchers"`
+			} `json:"silences"`
+		}
+		if err := json.Unmarshal([]byte(mustCtlAuth(t, connect, "--json", "alert", "list")), &doc); err != nil || len(doc.Silences) != 1 ||
+			doc.Silences[0].ID != "maint" || doc.Silences[0].Matchers["task"] != "orders" {
+			t.Fatalf("list --json: %+v, %v", doc, err)
 		}
 		mustCtlAuth(t, connect, "alert", "unsilence", "maint")
 		if out := mustCtlAuth(t, connect, "alert", "list"); strings.Contains(out, "maint") {
