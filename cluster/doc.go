@@ -17,6 +17,16 @@
 // Feed serving a snapshot a test sets, for the tests of the console and
 // the monitor.
 //
+// A process that serves the cluster reads it once per interval, and at
+// once when something changes, for all its clients:
+//
+//	servers, _ := coordhealth.Servers(connect)
+//	r := cluster.NewReader(session, cluster.Options{CoordServers: servers})
+//	p := cluster.NewPoller(r, 5*time.Second, log)
+//	go p.Run(ctx)                 // until ctx ends
+//	snaps, cancel := p.Subscribe() // the newest at once, then each new one
+//	defer cancel()
+//
 // # Concurrency
 //
 // A Snapshot is never changed once handed out: readers share it without

@@ -91,8 +91,10 @@ func NewPoller(r Reader, interval time.Duration, log *slog.Logger) *Poller {
 	return &Poller{r: r, interval: interval, log: log, MinGap: min(interval, 250*time.Millisecond)}
 }
 
-// Run reads until ctx ends, then returns nil. A failed read is logged
-// and retried at the next tick; the last good snapshot stays Latest.
+// Run reads until ctx ends, then returns nil. A read that returns no
+// snapshot is logged and retried at the next tick, and the last
+// snapshot stays Latest; a snapshot of which nothing could be read
+// (ErrUnreadable) is published: its Errors are the news.
 func (p *Poller) Run(ctx context.Context) error {
 	w, _ := p.r.(Watcher)
 	failing := false

@@ -217,3 +217,21 @@ func waitReads(t *testing.T, r *fakeReader, n int64) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// unreadable is a Reader of which nothing can be read.
+type unreadable struct{}
+
+func (unreadable) Read(context.Context) (*Snapshot, error) {
+	s := snapAt(1)
+	s.Errors = map[Section]string{SectionTasks: "connection lost"}
+	return s, ErrUnreadable
+}
+
+// An unreadable cluster is news: its snapshot, errors and all, is
+// published.
+func TestPollerPublishesAnUnreadableSnapshot(t *testing.T) {
+	_, ch := startPoller(t, unreadable{}, time.Hour)
+	if s := next(t, ch); s.Errors[SectionTasks] != "connection lost" {
+		t.Fatalf("published %+v, want the snapshot with its errors", s)
+	}
+}

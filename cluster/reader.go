@@ -22,7 +22,8 @@ var ErrUnreadable = errors.New("cluster: nothing could be read")
 type Reader interface {
 	// Read returns the cluster as it is now. A section that fails is
 	// in the snapshot's Errors; the error is only for a snapshot of
-	// which nothing at all could be read (ErrUnreadable), or ctx's end.
+	// which nothing at all could be read (ErrUnreadable, returned with
+	// that snapshot), or for ctx's end (no snapshot).
 	Read(ctx context.Context) (*Snapshot, error)
 }
 

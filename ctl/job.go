@@ -185,7 +185,7 @@ func writeJobList(w io.Writer, jobs []scheduler.JobStatus) error {
 			last, status = res.RunKey, string(res.Status)
 		}
 		if j.Error != "" {
-			status = "invalid: " + strings.TrimPrefix(j.Error, "scheduler: ")
+			status = "refused: " + j.Error
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", j.Name, j.Job.Schedule, j.Source(), j.Paused, last, status, strings.Join(j.Running(), ","))
 	}
@@ -204,7 +204,7 @@ func (r *runner) jobShow(c *cli.Context) error {
 		return jobError(err)
 	}
 	if js.Error != "" && len(js.FileHosts) == 0 {
-		return errors.New(strings.TrimPrefix(js.Error, "scheduler: "))
+		return errors.New(js.Error)
 	}
 	if r.json {
 		return writeJSON(r.env.Stdout, js)

@@ -240,7 +240,7 @@ func TestJobStoredUnderAnotherNameIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		const why = `stored at /scheduler/jobs/alias but named "real"`
-		if got := mustCtlAuth(t, conn, "job", "list"); !strings.Contains(got, "alias") || !strings.Contains(got, "invalid: invalid job: "+why) {
+		if got := mustCtlAuth(t, conn, "job", "list"); !strings.Contains(got, "alias") || !strings.Contains(got, "refused: invalid job: "+why) {
 			t.Errorf("job list:\n%s\nwant alias marked invalid: %s", got, why)
 		}
 		r := runCtlAuth(t, conn, "job", "show", "alias")

@@ -68,7 +68,7 @@ func (a *Admin) LoadJob(ctx context.Context, name string) (Job, error) {
 func decodeStoredJob(name string, data []byte) (Job, error) {
 	j, err := DecodeJob(data)
 	if err != nil {
-		return Job{}, fmt.Errorf("%s: %w", JobPath(name), err)
+		return Job{}, fmt.Errorf("%w (stored at %s)", err, JobPath(name))
 	}
 	if j.Name != name {
 		return Job{}, fmt.Errorf("%w: stored at %s but named %q: store it again under its name (shepherd ctl job add) and remove this one (shepherd ctl job rm %s)",
@@ -274,7 +274,7 @@ func (a *Admin) Jobs(ctx context.Context, runs int) ([]JobStatus, error) {
 		switch {
 		case errors.Is(err, ErrNoSuchJob): // deleted as we looked
 		case errors.Is(err, ErrInvalidJob):
-			byName[n] = &JobStatus{Name: n, Job: Job{Name: n}, Stored: true, Error: err.Error()}
+			byName[n] = &JobStatus{Name: n, Job: Job{Name: n}, Stored: true, Error: statusError(err)}
 		case err != nil:
 			return nil, err
 		default:
@@ -306,7 +306,7 @@ func (a *Admin) Job(ctx context.Context, name string, runs int) (JobStatus, erro
 	switch {
 	case errors.Is(err, ErrNoSuchJob):
 	case errors.Is(err, ErrInvalidJob):
-		js.Stored, js.Error = true, err.Error()
+		js.Stored, js.Error = true, statusError(err)
 	case err != nil:
 		return js, err
 	default:
@@ -325,6 +325,10 @@ func (a *Admin) Job(ctx context.Context, name string, runs int) (JobStatus, erro
 	}
 	return js, nil
 }
+
+// statusError words a refusal for JobStatus.Error, which people read:
+// without the package's prefix.
+func statusError(err error) string { return strings.TrimPrefix(err.Error(), "scheduler: ") }
 
 // addFileJobs adds the jobs of the schedulers' files to byName (those
 // named only, if only is set): a job already there gets the file hosts.
@@ -369,7 +373,7 @@ func (a *Admin) fill(ctx context.Context, js *JobStatus, runs int) error {
 		runs = DefaultRunsPerJob
 	}
 	slices.Reverse(all)
-	js.Runs = all[:min(len(all), runs)]
+	js.Runs = append([]RunInfo{}, all[:min(len(all), runs)]...) // [] in JSON when none
 	js.Job = js.Job.Redacted()
 	if p, err := compile(js.Job); err == nil && js.Job.Schedule != "" {
 		js.Next = p.next(time.Now(), MaxNext)
