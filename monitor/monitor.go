@@ -54,6 +54,10 @@ type Monitor struct {
 	// (both owned by Run's goroutine).
 	standby       *Notification
 	noActiveSince time.Time
+	// wasActive: this monitor led at its last tick; outage is set while
+	// it judges an outage of the coordination service (outage.go).
+	wasActive bool
+	outage    *outage
 }
 
 // New returns a monitor; nothing happens until Run.
@@ -141,7 +145,11 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 func (m *Monitor) tick(ctx context.Context) {
-	if m.election.IsLeader() {
+	if m.watchOutage(ctx, m.wasActive) {
+		return
+	}
+	m.wasActive = m.election.IsLeader()
+	if m.wasActive {
 		m.metrics.active.Set(1)
 		m.noActiveSince = time.Time{}
 		if err := m.evaluate(ctx, m.election.Node()); err != nil {
@@ -265,9 +273,7 @@ func (m *Monitor) flush(ctx context.Context, termNode string, st *State, version
 				m.log.Warn("monitor: notification not delivered; retried next evaluation", "channel", name, "error", err)
 			}
 		}
-		for _, n := range o.Batch.Notifications {
-			m.log.Info("monitor: alert "+n.Status, "rule", n.Rule, "labels", n.Labels, "summary", n.Summary, "id", n.ID)
-		}
+		m.logNotes(o.Batch.Notifications)
 		switch {
 		case len(o.Pending) == 0:
 		case now.Sub(o.Decided) > outboxMaxAge:
@@ -279,6 +285,13 @@ func (m *Monitor) flush(ctx context.Context, termNode string, st *State, version
 	st.Outbox = keep
 	_, err := writeState(ctx, m.deps.Session, termNode, st, version)
 	return err
+}
+
+// logNotes logs each notification sent.
+func (m *Monitor) logNotes(ns []Notification) {
+	for _, n := range ns {
+		m.log.Info("monitor: alert "+n.Status, "rule", n.Rule, "labels", n.Labels, "summary", n.Summary, "id", n.ID)
+	}
 }
 
 // readSources reads the source of every task whose spec this monitor may

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/coord"
+	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
@@ -164,4 +165,49 @@ func TestTaskNoStandbyWithRealCores(t *testing.T) {
 		startCore("b")
 		r.waitCount(t, RuleTaskNoStandby, StatusResolved, 1)
 	})
+}
+
+// TestCoordOutageIsReportedByTheLastActiveMonitor: the only coordination
+// server stops; the monitor that was active, unable to store anything,
+// reports CoordUnhealthy from its own probes, and its resolution when the
+// server is back — once each.
+func TestCoordOutageIsReportedByTheLastActiveMonitor(t *testing.T) {
+	cfg := coord.DefaultConfig()
+	cfg.Listen, cfg.DataDir, cfg.Logger = "127.0.0.1:0", t.TempDir(), slog.New(slog.DiscardHandler)
+	cfg.TickTime = testTick
+	start := func() *coord.Server {
+		srv, err := coord.NewServer(cfg)
+		if err == nil {
+			err = srv.Start()
+		}
+		if err != nil {
+			t.Fatalf("start shepherd coord on %s: %v", cfg.Listen, err)
+		}
+		return srv
+	}
+	srv := start()
+	cfg.Listen = srv.Addr()
+	defer func() { _ = srv.Close() }()
+
+	s := dial(t, srv.Addr(), recipe.Options{Auth: coordtest.Auth})
+	r := newReceiver(t)
+	mcfg := testConfig(r)
+	mcfg.Hold = map[string]time.Duration{RuleCoordUnhealthy: 0}
+	snap := healthySnap()
+	snap.Coord = []coordhealth.Server{{Addr: srv.Addr(), OK: true}}
+	m, _ := startMonitor(t, s, cluster.NewFixed(snap), mcfg, Deps{})
+	waitEvaluations(t, m, 2)
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.waitCount(t, RuleCoordUnhealthy, StatusFiring, 1)
+	if got := r.all()[0]; got.Labels["server"] != srv.Addr() || got.Severity != Critical {
+		t.Fatalf("firing %+v, want critical for %s", got, srv.Addr())
+	}
+	srv = start()
+	r.waitCount(t, RuleCoordUnhealthy, StatusResolved, 1)
+	waitEvaluations(t, m, 3) // active again, from the stored state
+	if n := len(r.all()); n != 2 {
+		t.Fatalf("%d notifications, want 2: %+v", n, r.all())
+	}
 }
