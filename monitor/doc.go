@@ -16,7 +16,10 @@
 //   - history.go: what rules that look at change over time remember;
 //   - alerts.go: the alert state machine (pending, firing, resolved);
 //   - notify*.go: the channels (webhook, Slack, e-mail, command);
-//   - store.go: the state and silences in the coordination tree.
+//   - store.go: the state and silences in the coordination tree;
+//   - monitor.go: the active/standby loop; outage.go: what the last
+//     active monitor does while the coordination service is unreachable;
+//   - metrics.go: the Prometheus endpoint.
 //
 // What it must never do: take a notification channel (a URL, an SMTP
 // server, a command) from the coordination tree — channels come only
