@@ -211,3 +211,36 @@ func TestCoordOutageIsReportedByTheLastActiveMonitor(t *testing.T) {
 		t.Fatalf("%d notifications, want 2: %+v", n, r.all())
 	}
 }
+
+// TestJobMissedAgainstARealScheduler: a job whose runs may start at most
+// a microsecond late is recorded missed at every fire (JobMissed); given
+// a sane starting deadline, its runs succeed and the alert resolves.
+func TestJobMissedAgainstARealScheduler(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		admin := scheduler.NewAdmin(s)
+		j := scheduler.Job{Name: "tight", Schedule: "@every 1s", Command: "true", StartingDeadline: scheduler.Duration(time.Microsecond)}
+		if err := admin.StoreJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := scheduler.New(dial(t, connect, recipe.Options{Auth: coordtest.Auth}), scheduler.Options{Host: "s1", LogDir: t.TempDir(), Logger: testLogger(t), Resync: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, stopSched := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = sc.Run(sctx) })
+		defer wg.Wait()
+		defer stopSched()
+		r := newReceiver(t)
+		startMonitor(t, s, startPoller(t, s, cluster.Options{}), testConfig(r), Deps{})
+		r.waitCount(t, RuleJobMissed, StatusFiring, 1)
+		j.StartingDeadline = scheduler.Duration(time.Minute)
+		if err := admin.StoreJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		r.waitCount(t, RuleJobMissed, StatusResolved, 1)
+	})
+}
