@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -38,6 +39,7 @@ type childConfig struct {
 	Collector bool   `json:"collector,omitempty"`
 	Assign    bool   `json:"assign,omitempty"`
 	OutDir    string `json:"outDir,omitempty"`
+	MaxRead   int    `json:"maxRead,omitempty"` // bytes per source per round; 0: the default
 }
 
 func runChild(conf string) int {
@@ -53,7 +55,7 @@ func runChild(conf string) int {
 		err := collector.RunAgent(ctx, collector.AgentConfig{
 			Connect:   c.Connect,
 			Session:   recipe.Options{SessionTimeout: testSessionTimeout, Auth: coordtest.Auth, Logger: log},
-			Collector: collector.Config{Name: c.Name, OutDir: c.OutDir, PollInterval: 50 * time.Millisecond, StatusInterval: 100 * time.Millisecond, Logger: log},
+			Collector: collector.Config{Name: c.Name, OutDir: c.OutDir, PollInterval: 50 * time.Millisecond, StatusInterval: 100 * time.Millisecond, MaxRead: c.MaxRead, Logger: log},
 			Assign:    c.Assign,
 			Assigner:  collector.AssignerConfig{Name: c.Name, Strategy: collector.Local, PollInterval: 50 * time.Millisecond, DeadAfter: time.Second, Logger: log},
 		})
@@ -227,5 +229,37 @@ func TestCollectorRulesWithCollectorProcesses(t *testing.T) {
 		if n := len(r.all()); n != 4 {
 			t.Fatalf("%d notifications, want 4: %+v", n, r.all())
 		}
+	})
+}
+
+// TestCollectorLaggingWithACollectorProcess: a collector reading 4 KB a
+// round falls behind a 16 MB log (CollectorLagging) and catches up.
+func TestCollectorLaggingWithACollectorProcess(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		src := filepath.Join(t.TempDir(), "big.log")
+		line := strings.Repeat("x", 99) + "\n"
+		if err := os.WriteFile(src, []byte(strings.Repeat(line, 160_000)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := collector.NewAdmin(s).AddSources(ctx, "file://"+src); err != nil {
+			t.Fatal(err)
+		}
+		r := newReceiver(t)
+		cfg := testConfig(r)
+		cfg.Rules.CollectorLagBytes = 1 << 20
+		cfg.Hold = map[string]time.Duration{RuleCollectorLagging: 0}
+		startMonitor(t, s, startPoller(t, s, cluster.Options{}), cfg, Deps{})
+		startChild(t, childConfig{Connect: connect, Name: "c1", Collector: true, Assign: true, OutDir: t.TempDir(), MaxRead: 4 << 10})
+		r.waitCount(t, RuleCollectorLagging, StatusFiring, 1)
+		waitFor(t, 90*time.Second, "the collector caught up", func() error {
+			if r.count(RuleCollectorLagging, StatusResolved) == 0 {
+				return fmt.Errorf("still lagging")
+			}
+			return nil
+		})
+		r.waitCount(t, RuleCollectorLagging, StatusResolved, 1)
 	})
 }
