@@ -200,7 +200,7 @@ func TestCollectorRulesWithCollectorProcesses(t *testing.T) {
 		// Nobody collects the source yet.
 		r := newReceiver(t)
 		cfg := testConfig(r)
-		cfg.Hold = map[string]time.Duration{RuleSourceUnassigned: 0}
+		cfg.Hold = map[string]time.Duration{RuleSourceUnassigned: 0, RuleCollectorDead: time.Second}
 		m, _ := startMonitor(t, s, startPoller(t, s, cluster.Options{}), cfg, Deps{})
 		r.waitCount(t, RuleSourceUnassigned, StatusFiring, 1)
 		out := t.TempDir()

@@ -120,21 +120,8 @@ func TestPrometheusScrapesTheMonitor(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := testpeer.FreePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+	startDaemon(t, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", log.String())
-		}
-	})
 	query := func(q string) (string, error) {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/v1/query?query=%s", port, q))
 		if err != nil {
@@ -176,6 +163,26 @@ func TestPrometheusScrapesTheMonitor(t *testing.T) {
 	})
 }
 
+// startDaemon runs a server binary until the test ends; its output is
+// shown if the test fails.
+func startDaemon(t *testing.T, bin string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(bin), log.String())
+		}
+	})
+}
+
 func mustAbs(t *testing.T, p string) string {
 	a, err := filepath.Abs(p)
 	if err != nil {
@@ -196,21 +203,8 @@ func TestAlertmanagerTakesTheAlertmanagerFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := testpeer.FreePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, am, "--config.file="+filepath.Join(dir, "am.yml"), "--storage.path="+filepath.Join(dir, "data"),
+	startDaemon(t, am, "--config.file="+filepath.Join(dir, "am.yml"), "--storage.path="+filepath.Join(dir, "data"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--cluster.listen-address=")
-	var log strings.Builder
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("alertmanager log:\n%s", log.String())
-		}
-	})
 	base := fmt.Sprintf("http://127.0.0.1:%d/api/v2", port)
 	// alerts returns Alertmanager's TaskFailed alerts that have not ended.
 	alerts := func() ([]map[string]any, error) {

@@ -31,6 +31,55 @@ func startPoller(t *testing.T, s *recipe.Session, opts cluster.Options) *cluster
 	return p
 }
 
+// stoppableCoord is a shepherd coord of one test's own that the test
+// stops and starts again on the same address, with its data.
+type stoppableCoord struct {
+	t   *testing.T
+	cfg coord.Config
+	srv *coord.Server
+}
+
+func startStoppableCoord(t *testing.T) *stoppableCoord {
+	c := &stoppableCoord{t: t, cfg: coord.DefaultConfig()}
+	c.cfg.Listen, c.cfg.DataDir, c.cfg.Logger = "127.0.0.1:0", t.TempDir(), slog.New(slog.DiscardHandler)
+	c.cfg.TickTime = testTick
+	c.start()
+	c.cfg.Listen = c.srv.Addr()
+	t.Cleanup(func() { _ = c.srv.Close() })
+	return c
+}
+
+func (c *stoppableCoord) addr() string { return c.cfg.Listen }
+
+func (c *stoppableCoord) start() {
+	srv, err := coord.NewServer(c.cfg)
+	if err == nil {
+		err = srv.Start()
+	}
+	if err != nil {
+		c.t.Fatalf("start shepherd coord on %s: %v", c.cfg.Listen, err)
+	}
+	c.srv = srv
+}
+
+func (c *stoppableCoord) stop() {
+	if err := c.srv.Close(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// runScheduler runs a scheduler on its own session until the test ends.
+func runScheduler(t *testing.T, connect string) {
+	sc, err := scheduler.New(dial(t, connect, recipe.Options{Auth: coordtest.Auth}), scheduler.Options{Host: "s1", LogDir: t.TempDir(), Logger: testLogger(t), Resync: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = sc.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
 // TestJobRulesAgainstARealScheduler: a job whose command fails, then
 // succeeds once the test lets it (JobFailed, and JobNoSuccess with a 2s
 // window); and a job that overruns its expected duration until the test
@@ -51,15 +100,7 @@ func TestJobRulesAgainstARealScheduler(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		sc, err := scheduler.New(dial(t, connect, recipe.Options{Auth: coordtest.Auth}), scheduler.Options{Host: "s1", LogDir: filepath.Join(dir, "logs"), Logger: testLogger(t), Resync: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sctx, stopSched := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = sc.Run(sctx) })
-		defer wg.Wait()
-		defer stopSched()
+		runScheduler(t, connect)
 
 		r := newReceiver(t)
 		cfg := testConfig(r)
@@ -93,40 +134,23 @@ func TestJobRulesAgainstARealScheduler(t *testing.T) {
 func TestCoordUnhealthyWhenAServerStops(t *testing.T) {
 	tg := targets[0]
 	tg.Require(t)
-	cfg := coord.DefaultConfig()
-	cfg.Listen, cfg.DataDir, cfg.Logger = "127.0.0.1:0", t.TempDir(), slog.New(slog.DiscardHandler)
-	start := func() *coord.Server {
-		srv, err := coord.NewServer(cfg)
-		if err == nil {
-			err = srv.Start()
-		}
-		if err != nil {
-			t.Fatalf("start shepherd coord on %s: %v", cfg.Listen, err)
-		}
-		return srv
-	}
-	other := start()
-	cfg.Listen = other.Addr()
-	defer func() { _ = other.Close() }()
-
+	other := startStoppableCoord(t)
 	connect := tg.Addr + "/" + fmt.Sprintf("coord-%d", time.Now().UnixNano())
 	s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
 	r := newReceiver(t)
 	mcfg := testConfig(r)
 	mcfg.Hold = map[string]time.Duration{RuleCoordUnhealthy: 0}
-	m, _ := startMonitor(t, s, startPoller(t, s, cluster.Options{CoordServers: []string{tg.Addr, other.Addr()}}), mcfg, Deps{})
+	m, _ := startMonitor(t, s, startPoller(t, s, cluster.Options{CoordServers: []string{tg.Addr, other.addr()}}), mcfg, Deps{})
 	waitEvaluations(t, m, 3)
 	if n := len(r.all()); n != 0 {
 		t.Fatalf("both servers up: %+v", r.all())
 	}
-	if err := other.Close(); err != nil {
-		t.Fatal(err)
-	}
+	other.stop()
 	r.waitCount(t, RuleCoordUnhealthy, StatusFiring, 1)
-	if got := r.all()[0]; got.Labels["server"] != other.Addr() || got.Severity != Critical {
-		t.Fatalf("firing %+v, want critical for %s", got, other.Addr())
+	if got := r.all()[0]; got.Labels["server"] != other.addr() || got.Severity != Critical {
+		t.Fatalf("firing %+v, want critical for %s", got, other.addr())
 	}
-	other = start()
+	other.start()
 	r.waitCount(t, RuleCoordUnhealthy, StatusResolved, 1)
 }
 
@@ -172,39 +196,21 @@ func TestTaskNoStandbyWithRealCores(t *testing.T) {
 // reports CoordUnhealthy from its own probes, and its resolution when the
 // server is back — once each.
 func TestCoordOutageIsReportedByTheLastActiveMonitor(t *testing.T) {
-	cfg := coord.DefaultConfig()
-	cfg.Listen, cfg.DataDir, cfg.Logger = "127.0.0.1:0", t.TempDir(), slog.New(slog.DiscardHandler)
-	cfg.TickTime = testTick
-	start := func() *coord.Server {
-		srv, err := coord.NewServer(cfg)
-		if err == nil {
-			err = srv.Start()
-		}
-		if err != nil {
-			t.Fatalf("start shepherd coord on %s: %v", cfg.Listen, err)
-		}
-		return srv
-	}
-	srv := start()
-	cfg.Listen = srv.Addr()
-	defer func() { _ = srv.Close() }()
-
-	s := dial(t, srv.Addr(), recipe.Options{Auth: coordtest.Auth})
+	srv := startStoppableCoord(t)
+	s := dial(t, srv.addr(), recipe.Options{Auth: coordtest.Auth})
 	r := newReceiver(t)
 	mcfg := testConfig(r)
 	mcfg.Hold = map[string]time.Duration{RuleCoordUnhealthy: 0}
 	snap := healthySnap()
-	snap.Coord = []coordhealth.Server{{Addr: srv.Addr(), OK: true}}
+	snap.Coord = []coordhealth.Server{{Addr: srv.addr(), OK: true}}
 	m, _ := startMonitor(t, s, cluster.NewFixed(snap), mcfg, Deps{})
 	waitEvaluations(t, m, 2)
-	if err := srv.Close(); err != nil {
-		t.Fatal(err)
-	}
+	srv.stop()
 	r.waitCount(t, RuleCoordUnhealthy, StatusFiring, 1)
-	if got := r.all()[0]; got.Labels["server"] != srv.Addr() || got.Severity != Critical {
-		t.Fatalf("firing %+v, want critical for %s", got, srv.Addr())
+	if got := r.all()[0]; got.Labels["server"] != srv.addr() || got.Severity != Critical {
+		t.Fatalf("firing %+v, want critical for %s", got, srv.addr())
 	}
-	srv = start()
+	srv.start()
 	r.waitCount(t, RuleCoordUnhealthy, StatusResolved, 1)
 	waitEvaluations(t, m, 3) // active again, from the stored state
 	if n := len(r.all()); n != 2 {
@@ -225,15 +231,7 @@ func TestJobMissedAgainstARealScheduler(t *testing.T) {
 		if err := admin.StoreJob(ctx, j); err != nil {
 			t.Fatal(err)
 		}
-		sc, err := scheduler.New(dial(t, connect, recipe.Options{Auth: coordtest.Auth}), scheduler.Options{Host: "s1", LogDir: t.TempDir(), Logger: testLogger(t), Resync: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sctx, stopSched := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Go(func() { _ = sc.Run(sctx) })
-		defer wg.Wait()
-		defer stopSched()
+		runScheduler(t, connect)
 		r := newReceiver(t)
 		startMonitor(t, s, startPoller(t, s, cluster.Options{}), testConfig(r), Deps{})
 		r.waitCount(t, RuleJobMissed, StatusFiring, 1)

@@ -116,7 +116,9 @@ func Rules() []Rule {
 		{RuleJobMissed, 0, jobMissed},
 		{RuleJobTooLong, 0, jobTooLong},
 		{RuleJobNoSuccess, 0, jobNoSuccess},
-		{RuleCollectorDead, 0, collectorDead},
+		// A collector that has just registered has no status yet and is
+		// judged dead until its first write: the hold lets it start.
+		{RuleCollectorDead, 15 * time.Second, collectorDead},
 		{RuleSourceUnassigned, time.Minute, sourceUnassigned},
 		{RuleCollectorLagging, 5 * time.Minute, collectorLagging},
 		{RuleCoordUnhealthy, 30 * time.Second, coordUnhealthy},
