@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
 // TestUpdateTaskIsConditional: an update carrying the version that was
@@ -13,7 +15,7 @@ import (
 // refused, so two editors cannot overwrite each other unseen.
 func TestUpdateTaskIsConditional(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 30*time.Second)
+		ctx := coordtest.Context(t, 30*time.Second)
 		a := NewAdmin(dial(t, chrootOf(t, tg), testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
 		_, v, err := a.TaskVersion(ctx, "t1")
@@ -44,11 +46,11 @@ func TestUpdateTaskIsConditional(t *testing.T) {
 // exactly once across the change. With no standby it is refused.
 func TestHandoverToStandby(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 60*time.Second)
+		ctx := coordtest.Context(t, 60*time.Second)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(2000)
+		eng := NewMemEngine(2000)
 		hot := func(c *Config) { c.Tasks = []string{"t1"} }
 		startCore(t, connect, "h1", eng, hot)
 		waitOwner(t, a, "t1", "h1", StateRunning, 10*time.Second)
@@ -56,7 +58,7 @@ func TestHandoverToStandby(t *testing.T) {
 			t.Fatalf("handover without a standby: got %v, want ErrNoStandby", err)
 		}
 		startCore(t, connect, "h2", eng, hot)
-		waitFor(t, 10*time.Second, "h2 to stand by", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "h2 to stand by", func() error {
 			ts, err := a.Task(ctx, "t1")
 			if err != nil || len(ts.Instances) != 2 {
 				return fmt.Errorf("instances %v, %v", instanceNames(ts), err)
@@ -68,14 +70,14 @@ func TestHandoverToStandby(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitOwner(t, a, "t1", "h2", StateRunning, 10*time.Second)
-		waitFor(t, 10*time.Second, "h1 back in line", func() error {
+		coordtest.WaitFor(t, 10*time.Second, "h1 back in line", func() error {
 			ts, err := a.Task(ctx, "t1")
 			if err != nil || len(ts.Instances) != 2 || ts.Instances[1].Name == h.From {
 				return fmt.Errorf("instances %v (old owner node %s), %v", instanceNames(ts), h.From, err)
 			}
 			return nil
 		})
-		eng.addEvents(500)
+		eng.AddEvents(500)
 		waitApplied(t, eng, 20*time.Second)
 	})
 }
@@ -86,11 +88,11 @@ func TestHandoverToStandby(t *testing.T) {
 // checkpoint and a reset of a running task are refused.
 func TestResetPositionPastAFailingEvent(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
-		ctx := ctxFor(t, 60*time.Second)
+		ctx := coordtest.Context(t, 60*time.Second)
 		connect := chrootOf(t, tg)
 		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
 		mustAdd(t, a, testSpec("t1"))
-		eng := newMemEngine(500)
+		eng := NewMemEngine(500)
 		eng.poison = 200
 		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
 		waitOwner(t, a, "t1", "h1", StateFailed, 10*time.Second)
@@ -116,7 +118,7 @@ func TestResetPositionPastAFailingEvent(t *testing.T) {
 		if err := a.SetState(ctx, "t1", DesiredRunning); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 20*time.Second, "events after 200 applied once, 200 never", func() error {
+		coordtest.WaitFor(t, 20*time.Second, "events after 200 applied once, 200 never", func() error {
 			eng.mu.Lock()
 			defer eng.mu.Unlock()
 			for i, n := range eng.applied {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/coord/zpath"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/monitor"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -24,7 +26,7 @@ func (r *runner) secureCommand() *cli.Command {
 		Name:  "secure",
 		Usage: "apply the ACL policy of --auth/--auth-file to Shepherd's trees (docs/security.md)",
 		Description: `Sets the ACL of every node under Shepherd's subtrees (the replication root,
-/scheduler, /master_election, /logs) to the policy of the credential: its cdrwa plus
+/scheduler, /master_election, /logs, /shepherd/monitor) to the policy of the credential: its cdrwa plus
 READ for each --read-acl viewer, and its cdrwa alone on task specs holding an inline
 password. Missing subtree roots are created with the policy, so that no one else can
 create them first. Prints each node changed (old ACL -> new ACL); --dry-run changes
@@ -91,7 +93,7 @@ func (r *runner) secure(c *cli.Context) error {
 		}
 		return err
 	}
-	for _, root := range []string{tasks.Layout().Root, scheduler.Root, scheduler.ElectionRoot, collector.LogsRoot} {
+	for _, root := range []string{tasks.Layout().Root, scheduler.Root, scheduler.ElectionRoot, collector.LogsRoot, monitor.Root} {
 		policy := func(ctx context.Context, p string) ([]zk.ACL, error) {
 			if root == tasks.Layout().Root {
 				return tasks.PolicyACL(ctx, p)
@@ -125,7 +127,7 @@ func (r *runner) secure(c *cli.Context) error {
 }
 
 // secureTree applies policy to root and every node below it, creating
-// root if missing.
+// root (and its parents) if missing.
 func (r *runner) secureTree(s *recipe.Session, root string, dry bool, policy func(context.Context, string) ([]zk.ACL, error), report func(aclChange) error) error {
 	var exists bool
 	if err := r.retry(s, func(ctx context.Context) (err error) {
@@ -140,6 +142,11 @@ func (r *runner) secureTree(s *recipe.Session, root string, dry bool, policy fun
 			return report(created)
 		}
 		err := r.retry(s, func(ctx context.Context) error {
+			if dir := path.Dir(root); dir != "/" { // /shepherd of /shepherd/monitor
+				if err := s.EnsurePath(ctx, dir); err != nil {
+					return err
+				}
+			}
 			_, err := s.Create(ctx, root, nil, zk.FlagPersistent, nil)
 			return err
 		})

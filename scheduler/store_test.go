@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 

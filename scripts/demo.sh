@@ -42,6 +42,9 @@ examples/daily-job/demo.sh "$BIN" "127.0.0.1:$PORT"
 echo "== log collection: two collectors on example logs, through rotation, truncation and a kill -9"
 SHEPHERD_ZK="127.0.0.1:$PORT" examples/logs/demo.sh "$BIN"
 
+echo "== the monitor: an alert fires and resolves, each sent to a webhook once"
+examples/monitor/demo.sh "$BIN" "127.0.0.1:$PORT"
+
 echo "== replication: MariaDB source -> MariaDB target, two cores in hot standby, kill -9 of the RUNNING one"
 BIN="$BIN" scripts/demo-replication.sh
 

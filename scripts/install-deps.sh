@@ -36,6 +36,8 @@ test)
   want 'command -v chromium' chromium
   # The monitor's shipped rules are checked by promtool, scraped by a real Prometheus.
   want 'command -v promtool && command -v prometheus' prometheus
+  # ... and post their Alertmanager-format notifications to a real Alertmanager.
+  want 'command -v prometheus-alertmanager' prometheus-alertmanager
   # The monitor's e-mail notifications go to a real SMTP server.
   want '/usr/bin/python3 -c "import aiosmtpd"' python3-aiosmtpd
   ;;

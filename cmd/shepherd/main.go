@@ -46,6 +46,7 @@ func newApp() *cli.App {
 			roleCommand(collectorRole()),
 			roleCommand(schedulerRole()),
 			roleCommand(serverRole()),
+			roleCommand(monitorRole()),
 			upCommand(),
 		},
 	}

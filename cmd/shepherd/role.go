@@ -50,7 +50,9 @@ type env struct {
 // roles are the session roles, in the order `shepherd up` starts them.
 // A new role (the console, the monitor) is a role value and its entry
 // here: its own command and its section of `shepherd up` follow.
-func roles() []role { return []role{coreRole(), schedulerRole(), collectorRole(), serverRole()} }
+func roles() []role {
+	return []role{coreRole(), schedulerRole(), collectorRole(), serverRole(), monitorRole()}
+}
 
 // roleFlags are every flag of r's own command.
 func roleFlags(r role) []cli.Flag {

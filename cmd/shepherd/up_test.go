@@ -23,6 +23,7 @@ func TestExampleConfigsAreEachCommandsOwn(t *testing.T) {
 		"scheduler": "packaging/etc/scheduler.yaml",
 		"collector": "packaging/etc/collector.yaml",
 		"server":    "packaging/etc/server.yaml",
+		"monitor":   "packaging/etc/monitor.yaml",
 		"up":        "examples/shepherd.yaml",
 	} {
 		if _, err := runRecording(t, cmd, "config", "--config", repoFile(file)); err != nil {

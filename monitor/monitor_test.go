@@ -1,0 +1,227 @@
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
+)
+
+func failedSnap() *cluster.Snapshot {
+	return &cluster.Snapshot{ReadAt: time.Now(), Tasks: []core.TaskStatus{task("orders", core.StateFailed)}}
+}
+
+func healthySnap() *cluster.Snapshot {
+	return &cluster.Snapshot{ReadAt: time.Now(), Tasks: []core.TaskStatus{task("orders", core.StateRunning, core.StateStandby)}}
+}
+
+func testConfig(r *receiver) Config {
+	cfg := DefaultConfig()
+	cfg.Interval = 100 * time.Millisecond
+	cfg.Webhooks = []WebhookConfig{{URL: r.URL}}
+	return cfg
+}
+
+// TestMonitorSendsOneFiringAndOneResolved: an alert's firing and
+// resolution each reach the webhook exactly once, however many
+// evaluations pass.
+func TestMonitorSendsOneFiringAndOneResolved(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		r := newReceiver(t)
+		feed := cluster.NewFixed(failedSnap())
+		m, _ := startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), feed, testConfig(r), Deps{})
+		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
+		waitEvaluations(t, m, 3)
+		feed.Set(healthySnap())
+		r.waitCount(t, RuleTaskFailed, StatusResolved, 1)
+		waitEvaluations(t, m, 3)
+		if n := len(r.all()); n != 2 {
+			t.Fatalf("%d notifications, want 2: %+v", n, r.all())
+		}
+		st, _, err := ReadState(context.Background(), dial(t, connect, recipe.Options{Auth: coordtest.Auth}))
+		if err != nil || len(st.Alerts) != 0 || len(st.Outbox) != 0 || len(st.Events) != 2 {
+			t.Fatalf("state after resolution: %+v, %v", st, err)
+		}
+	})
+}
+
+// TestStandbyTakesOverWithoutResending: the active monitor's session
+// ends; the standby takes over with the state it left and sends the
+// resolution, not the firing again.
+func TestStandbyTakesOverWithoutResending(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		r := newReceiver(t)
+		feed := cluster.NewFixed(failedSnap())
+		sa := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		a, stopA := startMonitor(t, sa, feed, testConfig(r), Deps{})
+		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
+		waitEvaluations(t, a, 1)
+		b, _ := startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), feed, testConfig(r), Deps{})
+		coordtest.WaitFor(t, 10*time.Second, "b stands by", func() error {
+			if evaluations(b) != 0 {
+				t.Fatal("the second monitor evaluated while the first was active")
+			}
+			return nil
+		})
+		stopA()
+		sa.Close()
+		waitEvaluations(t, b, 3)
+		if n := r.count(RuleTaskFailed, StatusFiring); n != 1 {
+			t.Fatalf("firing sent %d times across the takeover", n)
+		}
+		feed.Set(healthySnap())
+		r.waitCount(t, RuleTaskFailed, StatusResolved, 1)
+	})
+}
+
+// TestSilenceMutesTheAlert: a silence written with the monitor's
+// credential mutes the alert it matches.
+func TestSilenceMutesTheAlert(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		admin := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		if err := AddSilence(ctx, admin, Silence{ID: "maint", Matchers: map[string]string{"rule": RuleTaskFailed, "task": "orders"}, EndsAt: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		r := newReceiver(t)
+		m, _ := startMonitor(t, admin, cluster.NewFixed(failedSnap()), testConfig(r), Deps{})
+		waitEvaluations(t, m, 3)
+		if n := len(r.all()); n != 0 {
+			t.Fatalf("silenced alert sent: %+v", r.all())
+		}
+		st, _, err := ReadState(ctx, admin)
+		a := st.Alerts[`TaskFailed{severity="critical",task="orders"}`]
+		if err != nil || a == nil || !a.Silenced || a.State != StateFiring {
+			t.Fatalf("state %+v, %v: want TaskFailed firing, silenced", st, err)
+		}
+	})
+}
+
+// TestSilenceAnAnonymousClientWroteIsRefused: in an open cluster an
+// attacker silences the alerts; the monitor ignores the silence and
+// sends the alert.
+func TestSilenceAnAnonymousClientWroteIsRefused(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		anon := dial(t, connect, recipe.Options{})
+		if err := AddSilence(ctx, anon, Silence{ID: "evil", Matchers: map[string]string{"rule": RuleTaskFailed}, EndsAt: time.Now().Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		admin := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		if got, refused, err := Silences(ctx, admin, true); err != nil || len(got) != 0 || refused["evil"] == "" {
+			t.Fatalf("anonymous silence: honoured %+v, refused %v, %v", got, refused, err)
+		}
+		r := newReceiver(t)
+		startMonitor(t, admin, cluster.NewFixed(failedSnap()), testConfig(r), Deps{})
+		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
+	})
+}
+
+// TestStandbyOnlyRaisesNoActiveMonitorOnce: with only standbys, one of
+// them sends MonitorStandbyOnly once; an active monitor resolves it once.
+func TestStandbyOnlyRaisesNoActiveMonitorOnce(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		r := newReceiver(t)
+		feed := cluster.NewFixed(healthySnap())
+		cfg := testConfig(r)
+		cfg.StandbyOnly = true
+		cfg.Hold = map[string]time.Duration{RuleMonitorStandbyOnly: 300 * time.Millisecond}
+		startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), feed, cfg, Deps{})
+		startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), feed, cfg, Deps{})
+		r.waitCount(t, RuleMonitorStandbyOnly, StatusFiring, 1)
+		a, _ := startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), feed, testConfig(r), Deps{})
+		r.waitCount(t, RuleMonitorStandbyOnly, StatusResolved, 1)
+		waitEvaluations(t, a, 5)
+		if n := r.count(RuleMonitorStandbyOnly, StatusFiring); n != 1 {
+			t.Fatalf("MonitorStandbyOnly fired %d times", n)
+		}
+	})
+}
+
+// TestOutboxOfADeadMonitorIsDelivered: a monitor that decided a
+// notification and died before delivering it leaves it in the stored
+// outbox; the next active monitor delivers it, once.
+func TestOutboxOfADeadMonitorIsDelivered(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		n := Notification{ID: "TaskFailed{task=\"orders\"}@x:firing", Status: StatusFiring, Rule: RuleTaskFailed, Severity: Critical,
+			Labels: map[string]string{"task": "orders"}, Summary: "decided by a dead monitor", StartsAt: time.Now()}
+		st := State{Version: stateVersion, Active: "dead", Updated: time.Now(),
+			Alerts: map[string]*Alert{}, Outbox: []Outgoing{{Batch: Batch{Monitor: "dead", Notifications: []Notification{n}}, Decided: time.Now()}}}
+		data, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.EnsurePath(ctx, Root); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Create(ctx, StatePath, data, zk.FlagPersistent, nil); err != nil {
+			t.Fatal(err)
+		}
+		r := newReceiver(t)
+		m, _ := startMonitor(t, s, cluster.NewFixed(healthySnap()), testConfig(r), Deps{})
+		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
+		waitEvaluations(t, m, 3)
+		if got := r.all(); len(got) != 1 || got[0].ID != n.ID {
+			t.Fatalf("delivered %+v, want the stored notification once", got)
+		}
+	})
+}
+
+// TestStateAnAnonymousClientWroteIsNotSent: an attacker who could write
+// the state (an open cluster) puts a notification in its outbox; the
+// monitor refuses the state instead of sending what it says.
+func TestStateAnAnonymousClientWroteIsNotSent(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		anon := dial(t, connect, recipe.Options{})
+		n := Notification{ID: "evil", Status: StatusFiring, Rule: RuleTaskFailed, Labels: map[string]string{}, Summary: "click here"}
+		data, _ := json.Marshal(State{Version: stateVersion, Alerts: map[string]*Alert{},
+			Outbox: []Outgoing{{Batch: Batch{Notifications: []Notification{n}}, Decided: time.Now()}}})
+		if err := anon.EnsurePath(ctx, Root); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := anon.Create(ctx, StatePath, data, zk.FlagPersistent, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		r := newReceiver(t)
+		m, _ := startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), cluster.NewFixed(failedSnap()), testConfig(r), Deps{})
+		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
+		waitEvaluations(t, m, 3)
+		for _, got := range r.all() {
+			if got.ID == "evil" || got.Summary == "click here" {
+				t.Fatalf("sent the attacker's notification: %+v", got)
+			}
+		}
+	})
+}
+
+// TestStateThatDoesNotDecodeIsStartedOver: a corrupt state document does
+// not stop the monitor; it is replaced.
+func TestStateThatDoesNotDecodeIsStartedOver(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		if err := s.EnsurePath(ctx, Root); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Create(ctx, StatePath, []byte("{not json"), zk.FlagPersistent, nil); err != nil {
+			t.Fatal(err)
+		}
+		r := newReceiver(t)
+		startMonitor(t, s, cluster.NewFixed(failedSnap()), testConfig(r), Deps{})
+		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
+		coordtest.WaitFor(t, 10*time.Second, "a state that decodes", func() error {
+			_, _, err := ReadState(ctx, s)
+			return err
+		})
+	})
+}
