@@ -20,11 +20,7 @@ import (
 var targets []*coordtest.Target
 
 func TestMain(m *testing.M) {
-	var stop func()
-	targets, stop = coordtest.Start("cluster", 200*time.Millisecond)
-	code := m.Run()
-	stop()
-	os.Exit(code)
+	os.Exit(coordtest.Run(m, "cluster", 200*time.Millisecond, &targets))
 }
 
 func dial(t *testing.T, connect string) *recipe.Session {

@@ -32,11 +32,7 @@ func TestMain(m *testing.M) {
 	if c := os.Getenv(childEnv); c != "" {
 		os.Exit(runChild(c))
 	}
-	var stop func()
-	targets, stop = coordtest.Start("monitor", testTick)
-	code := m.Run()
-	stop()
-	os.Exit(code)
+	os.Exit(coordtest.Run(m, "monitor", testTick, &targets))
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)

@@ -30,11 +30,7 @@ func TestMain(m *testing.M) {
 	if connect := os.Getenv(childEnv); connect != "" {
 		os.Exit(runChild(connect))
 	}
-	var stop func()
-	targets, stop = coordtest.Start("server", 100*time.Millisecond)
-	code := m.Run()
-	stop()
-	os.Exit(code)
+	os.Exit(coordtest.Run(m, "server", 100*time.Millisecond, &targets))
 }
 
 // testPassword is every test user's password.

@@ -6,8 +6,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/shepherd-dev/shepherd/cluster"
-	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/monitor"
 )
 
@@ -60,26 +58,16 @@ func setupMonitor(c *cli.Context, log *slog.Logger) (starter, error) {
 	}
 	cfg.StandbyOnly = cfg.StandbyOnly || c.Bool("standby-only")
 	return func(e env) (func(context.Context) error, error) {
-		servers, err := coordhealth.Servers(e.connect)
+		poller, err := newPoller(e, cfg.CoreRoot, cfg.Interval)
 		if err != nil {
 			return nil, err
 		}
-		poller := cluster.NewPoller(cluster.NewReader(e.session, cluster.Options{CoreRoot: cfg.CoreRoot, CoordServers: servers}), cfg.Interval, e.log)
 		m, err := monitor.New(cfg, monitor.Deps{Session: e.session, Feed: poller, Logger: e.log})
 		if err != nil {
 			return nil, err
 		}
 		e.http.AddGatherer(m.Gatherer())
 		e.log.Info("monitor started", "channels", len(cfg.Webhooks)+len(cfg.Email)+len(cfg.Commands))
-		return func(ctx context.Context) error {
-			ctx, cancel := context.WithCancel(ctx)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				_ = poller.Run(ctx) // until ctx ends
-			}()
-			defer func() { cancel(); <-done }()
-			return m.Run(ctx)
-		}, nil
+		return withPoller(poller, m.Run), nil
 	}, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/proc"
@@ -86,25 +85,15 @@ func setupServer(c *cli.Context, log *slog.Logger) (starter, error) {
 	}
 	refresh := c.Duration("refresh")
 	return func(e env) (func(context.Context) error, error) {
-		servers, err := coordhealth.Servers(e.connect)
+		poller, err := newPoller(e, cfg.CoreRoot, refresh)
 		if err != nil {
 			return nil, err
 		}
-		poller := cluster.NewPoller(cluster.NewReader(e.session, cluster.Options{CoreRoot: cfg.CoreRoot, CoordServers: servers}), refresh, e.log)
 		srv, err := server.New(cfg, server.Deps{Session: e.session, Feed: poller, Logger: e.log,
 			Registerer: e.http.Registry, Gatherer: e.http.Gatherer()})
 		if err != nil {
 			return nil, err
 		}
-		return func(ctx context.Context) error {
-			ctx, cancel := context.WithCancel(ctx)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				_ = poller.Run(ctx) // until ctx ends
-			}()
-			defer func() { cancel(); <-done }()
-			return srv.Run(ctx)
-		}, nil
+		return withPoller(poller, srv.Run), nil
 	}, nil
 }

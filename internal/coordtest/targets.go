@@ -203,3 +203,13 @@ func (tg *Target) ensurePrefix(t testing.TB, prefix string) {
 type discardLogger struct{}
 
 func (discardLogger) Printf(string, ...any) {}
+
+// Run is a package's TestMain body: it starts both servers (Start) into
+// *targets, runs the tests, stops the servers and returns the exit code
+// for os.Exit.
+func Run(m *testing.M, name string, tick time.Duration, targets *[]*Target) int {
+	var stop func()
+	*targets, stop = Start(name, tick)
+	defer stop()
+	return m.Run()
+}

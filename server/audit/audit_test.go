@@ -15,11 +15,7 @@ import (
 var targets []*coordtest.Target
 
 func TestMain(m *testing.M) {
-	var stop func()
-	targets, stop = coordtest.Start("audit", 100*time.Millisecond)
-	code := m.Run()
-	stop()
-	os.Exit(code)
+	os.Exit(coordtest.Run(m, "audit", 100*time.Millisecond, &targets))
 }
 
 // TestRetentionOrderAndBounds: the log keeps about its retention (the

@@ -18,11 +18,7 @@ import (
 var targets []*coordtest.Target
 
 func TestMain(m *testing.M) {
-	var stop func()
-	targets, stop = coordtest.Start("auth", 100*time.Millisecond)
-	code := m.Run()
-	stop()
-	os.Exit(code)
+	os.Exit(coordtest.Run(m, "auth", 100*time.Millisecond, &targets))
 }
 
 func dial(t *testing.T, connect, auth string) *recipe.Session {
