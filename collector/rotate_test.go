@@ -3,12 +3,14 @@ package collector
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // copyFile copies src to dst as a new file (a new inode), as logrotate's
@@ -188,6 +190,93 @@ func TestRenamedThenCompressedReadFromGzip(t *testing.T) {
 	setMtime(t, active+".1.gz", mtime)
 	if got, _ = drain(t, rd, pos, 64); got != "a3\nb1\n" {
 		t.Fatalf("read %q, want a3 from the .gz, then b1", got)
+	}
+}
+
+// readUntil reads rd from pos, one Read at a time, until done(pos) holds,
+// and returns what it read and where it stopped.
+func readUntil(t *testing.T, rd reader, pos Position, max int, done func(Position) bool) (string, Position) {
+	t.Helper()
+	var out strings.Builder
+	for i := 0; !done(pos); i++ {
+		if i == 1000 {
+			t.Fatalf("no position satisfying the condition after 1000 reads; at %+v", pos)
+		}
+		data, next, _, err := rd.Read(context.Background(), pos, max)
+		if err != nil {
+			t.Fatalf("read at %+v: %v", pos, err)
+		}
+		out.Write(data)
+		pos = next
+	}
+	return out.String(), pos
+}
+
+// copytruncateCompress rotates p as logrotate's copytruncate with
+// compress does: p.1.gz becomes p.2.gz, p is copied to p.1 keeping its
+// mtime and truncated, p.1 is compressed to p.1.gz (keeping the mtime)
+// and removed. p's own mtime after the truncation is truncatedAt.
+func copytruncateCompress(t *testing.T, p string, truncatedAt time.Time) {
+	t.Helper()
+	if _, err := os.Stat(p + ".1.gz"); err == nil {
+		if err := os.Rename(p+".1.gz", p+".2.gz"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copytruncate(t, p, p+".1")
+	setMtime(t, p+".1", st.ModTime())
+	gzipFile(t, p+".1")
+	setMtime(t, p, truncatedAt)
+}
+
+// Rotated twice by copytruncate+compress while the reader is between two
+// copies: it finished the first .gz and went on to the truncated file by
+// the fingerprint recorded at the first rotation, but the second rotation
+// moved that content to a new .gz and left the file empty before it was
+// read. After the new .gz, the older one (now .2.gz, modified after the
+// last time the reader saw the active file) must not be taken for the
+// file that comes next: it was read already.
+func TestCopytruncateCompressTwiceNeverRereadsOlderCopy(t *testing.T) {
+	dir := t.TempDir()
+	active := filepath.Join(dir, "app.log")
+	rd := &fileReader{glob: active}
+	base := time.Now().Add(-time.Hour)
+	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+
+	appendFile(t, active, linesN("c0", 0, 10))
+	setMtime(t, active, at(0))
+	got, pos := drain(t, rd, Position{}, 4096)
+	if got != linesN("c0", 0, 10) {
+		t.Fatalf("first read %q", got)
+	}
+	st, err := os.Stat(active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	activeIno := inoOf(st)
+
+	// c1 is written and not read before the first rotation; c2 after it.
+	appendFile(t, active, linesN("c1", 0, 10))
+	setMtime(t, active, at(1))
+	copytruncateCompress(t, active, at(2))
+	appendFile(t, active, linesN("c2", 0, 10))
+	setMtime(t, active, at(3))
+
+	// Read c1 from the .gz and stop on the way to the truncated file,
+	// before reading it.
+	got, pos = readUntil(t, rd, pos, 4096, func(p Position) bool { return p.Ino == activeIno && p.Drain == "" && p.Offset == 0 })
+	if got != linesN("c1", 0, 10) {
+		t.Fatalf("after the first rotation read %q, want c1 from the .gz", got)
+	}
+
+	// The second rotation moves c2, unread, to the new .1.gz.
+	copytruncateCompress(t, active, at(4))
+	if got, _ = drain(t, rd, pos, 4096); got != linesN("c2", 0, 10) {
+		t.Fatalf("after the second rotation read\n%s\nwant c2 from the new .1.gz once, and nothing of c1 again", got)
 	}
 }
 

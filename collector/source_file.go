@@ -455,6 +455,14 @@ func (f *fileReader) readOn(sc *scan, cur *openFile, pos Position, max int) ([]b
 	if cur.path != pos.Path {
 		pos.Drain = cur.path
 	}
+	// The successor is looked for among the files modified after the
+	// content being read, so its mtime must be that of the file holding
+	// it now, compressed or not (logrotate keeps the mtime of what it
+	// compresses). A position that reached this content through a copy
+	// (the next_* recorded at a copytruncate) still carries the mtime of
+	// the content before it, and with it older rotated copies would look
+	// newer and be read again.
+	pos.MTime = cur.mtime
 	var data []byte
 	var eof bool
 	var err error
@@ -465,7 +473,6 @@ func (f *fileReader) readOn(sc *scan, cur *openFile, pos Position, max int) ([]b
 			return nil, pos, -1, err // cut short: gzip is still writing it
 		}
 	} else {
-		pos.MTime = cur.mtime
 		if data, err = cur.readAt(pos.Offset, max); err != nil {
 			return nil, pos, -1, err
 		}
