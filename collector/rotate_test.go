@@ -280,6 +280,47 @@ func TestCopytruncateCompressTwiceNeverRereadsOlderCopy(t *testing.T) {
 	}
 }
 
+// Two copytruncates before the reader came back (a slow round, a
+// takeover): the unread end of what it was reading is in the older copy,
+// what was written between the rotations in the newer one, and the
+// truncated file holds only what came after. All three are read, in
+// that order.
+func TestCopytruncateTwiceBetweenReadsReadsBothCopies(t *testing.T) {
+	dir := t.TempDir()
+	active := filepath.Join(dir, "app.log")
+	rd := &fileReader{glob: active}
+	base := time.Now().Add(-time.Hour)
+	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	rotate := func(copiedAt, truncatedAt time.Time) {
+		if _, err := os.Stat(active + ".1"); err == nil {
+			if err := os.Rename(active+".1", active+".2"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		copytruncate(t, active, active+".1")
+		setMtime(t, active+".1", copiedAt)
+		setMtime(t, active, truncatedAt)
+	}
+
+	appendFile(t, active, linesN("c0", 0, 10))
+	setMtime(t, active, at(0))
+	got, pos := drain(t, rd, Position{}, 4096)
+	if got != linesN("c0", 0, 10) {
+		t.Fatalf("first read %q", got)
+	}
+	appendFile(t, active, linesN("c1", 0, 10))
+	rotate(at(1), at(2))
+	appendFile(t, active, linesN("c2", 0, 10))
+	rotate(at(3), at(4))
+	appendFile(t, active, linesN("c3", 0, 10))
+	setMtime(t, active, at(5))
+
+	want := linesN("c1", 0, 10) + linesN("c2", 0, 10) + linesN("c3", 0, 10)
+	if got, _ = drain(t, rd, pos, 4096); got != want {
+		t.Fatalf("after two copytruncates read\n%s\nwant c1 (older copy), c2 (newer copy), c3 (the truncated file)", got)
+	}
+}
+
 // A version 1 position (inode and offset, no fingerprint) resumes where
 // it stood, and is fingerprinted from then on.
 func TestVersion1PositionResumes(t *testing.T) {

@@ -333,9 +333,14 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 	// is an older one.
 	if pos.FPLen > 0 {
 		var best *openFile
-		unsure := false // a .gz could not be read yet
+		var others []fileInfo // files that may hold other content
+		unsure := false       // a .gz could not be read yet
 		for _, fi := range sc.all() {
-			if fi.ino == pos.Ino || (!fi.gz && fi.size < pos.Offset) {
+			if fi.ino == pos.Ino {
+				continue
+			}
+			if !fi.gz && fi.size < pos.Offset {
+				others = append(others, fi)
 				continue
 			}
 			o, err := open(fi)
@@ -343,7 +348,12 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 				unsure = unsure || fi.gz
 				continue // unreadable or gone: not where the content is
 			}
-			if !o.holds(pos.FP, pos.FPLen) || !better(o, best) {
+			if !o.holds(pos.FP, pos.FPLen) {
+				others = append(others, fi)
+				o.Close()
+				continue
+			}
+			if !better(o, best) {
 				o.Close()
 				continue
 			}
@@ -356,8 +366,11 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 			defer best.Close()
 			next := *pos
 			next.Ino, next.Drain = best.ino, best.path
-			if orig != nil && next.NextIno == 0 {
-				// Truncated in place: its new content follows the copy.
+			if orig != nil && next.NextIno == 0 && newestCopy(best.fileInfo, others, pos.Path) {
+				// Truncated in place once since: its new content follows
+				// the copy. After more than one rotation, a newer copy
+				// holds what follows, and the oldest file modified after
+				// this one is where reading goes on (successor).
 				n := min(int64(len(orig.head)), fpSize)
 				next.NextIno, next.NextFP, next.NextFPLen = orig.ino, fingerprint(orig.head[:n]), n
 			}
@@ -378,6 +391,17 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 		*pos = next
 	}
 	return nil, nil
+}
+
+// newestCopy reports whether found is newer than every file in others
+// but the one at active: no rotation made another copy after it.
+func newestCopy(found fileInfo, others []fileInfo, active string) bool {
+	for _, fi := range others {
+		if fi.path != active && newer(fi, found, active) {
+			return false
+		}
+	}
+	return true
 }
 
 // better prefers, among copies of one content, an uncompressed one (it
