@@ -193,6 +193,27 @@ func TestRenamedThenCompressedReadFromGzip(t *testing.T) {
 	}
 }
 
+// secondsAfterHourAgo returns at: at(s) is s seconds after one fixed
+// time an hour ago. Tests set mtimes with it, so that rotation order does
+// not depend on the file system's clock granularity.
+func secondsAfterHourAgo() func(s int) time.Time {
+	base := time.Now().Add(-time.Hour)
+	return func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+}
+
+// readFirst writes lines to the new file active, modified at mtime, reads
+// them all with rd and returns the position after them.
+func readFirst(t *testing.T, rd reader, active, lines string, mtime time.Time) Position {
+	t.Helper()
+	appendFile(t, active, lines)
+	setMtime(t, active, mtime)
+	got, pos := drain(t, rd, Position{}, 4096)
+	if got != lines {
+		t.Fatalf("first read %q, want %q", got, lines)
+	}
+	return pos
+}
+
 // readUntil reads rd from pos, one Read at a time, until done(pos) holds,
 // and returns what it read and where it stopped.
 func readUntil(t *testing.T, rd reader, pos Position, max int, done func(Position) bool) (string, Position) {
@@ -241,18 +262,11 @@ func copytruncateCompress(t *testing.T, p string, truncatedAt time.Time) {
 // last time the reader saw the active file) must not be taken for the
 // file that comes next: it was read already.
 func TestCopytruncateCompressTwiceNeverRereadsOlderCopy(t *testing.T) {
-	dir := t.TempDir()
-	active := filepath.Join(dir, "app.log")
+	active := filepath.Join(t.TempDir(), "app.log")
 	rd := &fileReader{glob: active}
-	base := time.Now().Add(-time.Hour)
-	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	at := secondsAfterHourAgo()
 
-	appendFile(t, active, linesN("c0", 0, 10))
-	setMtime(t, active, at(0))
-	got, pos := drain(t, rd, Position{}, 4096)
-	if got != linesN("c0", 0, 10) {
-		t.Fatalf("first read %q", got)
-	}
+	pos := readFirst(t, rd, active, linesN("c0", 0, 10), at(0))
 	st, err := os.Stat(active)
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +282,7 @@ func TestCopytruncateCompressTwiceNeverRereadsOlderCopy(t *testing.T) {
 
 	// Read c1 from the .gz and stop on the way to the truncated file,
 	// before reading it.
-	got, pos = readUntil(t, rd, pos, 4096, func(p Position) bool { return p.Ino == activeIno && p.Drain == "" && p.Offset == 0 })
+	got, pos := readUntil(t, rd, pos, 4096, func(p Position) bool { return p.Ino == activeIno && p.Drain == "" && p.Offset == 0 })
 	if got != linesN("c1", 0, 10) {
 		t.Fatalf("after the first rotation read %q, want c1 from the .gz", got)
 	}
@@ -286,11 +300,9 @@ func TestCopytruncateCompressTwiceNeverRereadsOlderCopy(t *testing.T) {
 // truncated file holds only what came after. All three are read, in
 // that order.
 func TestCopytruncateTwiceBetweenReadsReadsBothCopies(t *testing.T) {
-	dir := t.TempDir()
-	active := filepath.Join(dir, "app.log")
+	active := filepath.Join(t.TempDir(), "app.log")
 	rd := &fileReader{glob: active}
-	base := time.Now().Add(-time.Hour)
-	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	at := secondsAfterHourAgo()
 	rotate := func(copiedAt, truncatedAt time.Time) {
 		if _, err := os.Stat(active + ".1"); err == nil {
 			if err := os.Rename(active+".1", active+".2"); err != nil {
@@ -302,12 +314,7 @@ func TestCopytruncateTwiceBetweenReadsReadsBothCopies(t *testing.T) {
 		setMtime(t, active, truncatedAt)
 	}
 
-	appendFile(t, active, linesN("c0", 0, 10))
-	setMtime(t, active, at(0))
-	got, pos := drain(t, rd, Position{}, 4096)
-	if got != linesN("c0", 0, 10) {
-		t.Fatalf("first read %q", got)
-	}
+	pos := readFirst(t, rd, active, linesN("c0", 0, 10), at(0))
 	appendFile(t, active, linesN("c1", 0, 10))
 	rotate(at(1), at(2))
 	appendFile(t, active, linesN("c2", 0, 10))
@@ -316,7 +323,7 @@ func TestCopytruncateTwiceBetweenReadsReadsBothCopies(t *testing.T) {
 	setMtime(t, active, at(5))
 
 	want := linesN("c1", 0, 10) + linesN("c2", 0, 10) + linesN("c3", 0, 10)
-	if got, _ = drain(t, rd, pos, 4096); got != want {
+	if got, _ := drain(t, rd, pos, 4096); got != want {
 		t.Fatalf("after two copytruncates read\n%s\nwant c1 (older copy), c2 (newer copy), c3 (the truncated file)", got)
 	}
 }
