@@ -328,6 +328,40 @@ func TestCopytruncateTwiceBetweenReadsReadsBothCopies(t *testing.T) {
 	}
 }
 
+// The reader lists the files next to the log while logrotate's gzip
+// replaces the copy app.log.1 by app.log.1.gz: the listing names the copy,
+// which is gone when opened, and not the .gz. The truncated file is not
+// taken for content with no copy (its unread lines would be lost): the
+// reader waits a round, then finds them in the .gz.
+func TestCopyGoneWhileListedIsWaitedFor(t *testing.T) {
+	active := filepath.Join(t.TempDir(), "app.log")
+	rd := &fileReader{glob: active}
+	at := secondsAfterHourAgo()
+	pos := readFirst(t, rd, active, linesN("c0", 0, 10), at(0))
+
+	appendFile(t, active, linesN("c1", 0, 10)) // unread at the rotation
+	copytruncate(t, active, active+".1")
+	copied, ok := statFile(active + ".1")
+	if !ok {
+		t.Fatal("no copy")
+	}
+	gzipFile(t, active+".1")
+	appendFile(t, active, linesN("c2", 0, 10))
+
+	// The listing as it was between the copy and the .gz.
+	sc := &scan{glob: active, active: active, listed: true, more: []fileInfo{copied}}
+	if err := sc.list(); err != nil {
+		t.Fatal(err)
+	}
+	at1 := pos
+	if cur, err := rd.locate(sc, &at1); err != nil || cur != nil || at1 != pos {
+		t.Fatalf("with the copy gone since listed: located %v (err %v), position %+v; want nothing and the position kept", cur, err, at1)
+	}
+	if got, _ := drain(t, rd, pos, 4096); got != linesN("c1", 0, 10)+linesN("c2", 0, 10) {
+		t.Fatalf("next rounds read\n%s\nwant c1 from the .gz, then c2", got)
+	}
+}
+
 // A version 1 position (inode and offset, no fingerprint) resumes where
 // it stood, and is fingerprinted from then on.
 func TestVersion1PositionResumes(t *testing.T) {

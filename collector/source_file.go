@@ -62,6 +62,9 @@ type scan struct {
 	matches []fileInfo
 	more    []fileInfo // siblings not among matches; nil until listed
 	listed  bool
+	// vanished: a file was removed between listing and stat: maybe a
+	// copy that gzip just replaced by a .gz the listing missed.
+	vanished bool
 }
 
 func statFile(p string) (fileInfo, bool) {
@@ -82,11 +85,22 @@ func (s *scan) list() error {
 		return fmt.Errorf("collector: glob %q: %w", s.glob, err)
 	}
 	for _, p := range paths {
-		if fi, ok := statFile(p); ok {
+		if fi, ok := s.stat(p); ok {
 			s.matches = append(s.matches, fi)
 		}
 	}
 	return nil
+}
+
+// stat is statFile of a listed path, noting whether it is gone since.
+func (s *scan) stat(p string) (fileInfo, bool) {
+	fi, ok := statFile(p)
+	if !ok {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			s.vanished = true
+		}
+	}
+	return fi, ok
 }
 
 // all returns the matches and the siblings of the active file: the files
@@ -105,7 +119,7 @@ func (s *scan) all() []fileInfo {
 			if s.has(p) {
 				continue
 			}
-			if fi, ok := statFile(p); ok {
+			if fi, ok := s.stat(p); ok {
 				s.more = append(s.more, fi)
 			}
 		}
@@ -334,7 +348,7 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 	if pos.FPLen > 0 {
 		var best *openFile
 		var others []fileInfo // files that may hold other content
-		unsure := false       // a .gz could not be read yet
+		unsure := false // a .gz could not be read yet, or a file went away
 		for _, fi := range sc.all() {
 			if fi.ino == pos.Ino {
 				continue
@@ -345,8 +359,11 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 			}
 			o, err := open(fi)
 			if err != nil || o == nil {
-				unsure = unsure || fi.gz
-				continue // unreadable or gone: not where the content is
+				// Unreadable or gone: not where the content is. But gone
+				// since listed, or a .gz cut short, it may have become
+				// the copy (gzip writes the .gz, then removes the file).
+				unsure = unsure || fi.gz || o == nil && err == nil
+				continue
 			}
 			if !o.holds(pos.FP, pos.FPLen) {
 				others = append(others, fi)
@@ -377,8 +394,8 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 			*pos = next
 			return nil, nil
 		}
-		if unsure {
-			return nil, nil // it may be in the .gz still being written
+		if unsure || sc.vanished {
+			return nil, nil // it may be in a .gz still being written or not listed yet: next round
 		}
 	}
 	if orig != nil {
