@@ -348,7 +348,7 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 	if pos.FPLen > 0 {
 		var best *openFile
 		var others []fileInfo // files that may hold other content
-		unsure := false // a .gz could not be read yet, or a file went away
+		unsure := false       // a .gz could not be read yet, or a file went away
 		for _, fi := range sc.all() {
 			if fi.ino == pos.Ino {
 				continue
@@ -362,7 +362,7 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 				// Unreadable or gone: not where the content is. But gone
 				// since listed, or a .gz cut short, it may have become
 				// the copy (gzip writes the .gz, then removes the file).
-				unsure = unsure || fi.gz || o == nil && err == nil
+				unsure = unsure || fi.gz || (o == nil && err == nil)
 				continue
 			}
 			if !o.holds(pos.FP, pos.FPLen) {
