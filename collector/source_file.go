@@ -33,7 +33,9 @@ const fpSize = 1024
 //     files included (compress): a copy at least as long as the offset
 //     is read on from the offset (copytruncate: the lines written before
 //     the copy and not yet read are there), then the truncated file from
-//     its start. With no copy, the truncated file is read from its start.
+//     its start, or the newer copies first if it was rotated again. With
+//     no copy, the truncated file is read from its start; a file gone
+//     while listed makes the round wait (gzip replacing the copy).
 //   - The file after a finished one is the one its rotation left at Path
 //     or, for globs of many names, the next newer match; a copy of the
 //     content already read (same fingerprint) is never a successor.
