@@ -1,6 +1,8 @@
 package collector
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
@@ -130,6 +135,46 @@ func (l *rotLog) verify(dirs []string) error {
 	return nil
 }
 
+// waitStarted waits until a collector has read each of uris once: a new
+// source starts at the file its glob matches when it is first read, and
+// lines rotated away before that are not part of it. With sources moved
+// among collectors as they join, that first read can come after the
+// first rotation on a loaded machine.
+func waitStarted(t *testing.T, s *recipe.Session, uris []string) {
+	t.Helper()
+	coordtest.WaitFor(t, 30*time.Second, "every source read once", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		names, _, err := s.Children(ctx, CollectorsPath)
+		if err != nil {
+			return err
+		}
+		started := map[string]bool{}
+		for _, n := range names {
+			data, _, err := s.Get(ctx, StatusPath(n))
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			var st Status
+			if err := decode(StatusPath(n), data, &st); err != nil {
+				return err
+			}
+			for uri, p := range st.Progress {
+				started[uri] = started[uri] || p.Pos.Ino != 0
+			}
+		}
+		for _, u := range uris {
+			if !started[u] {
+				return fmt.Errorf("%s: not read by any collector yet", u)
+			}
+		}
+		return nil
+	})
+}
+
 // TestLogrotateExactlyOnce drives the real logrotate binary in every mode
 // of rotateModes over files that two writers each append to, with
 // collector processes that are killed (SIGKILL) and stopped (SIGTERM) and
@@ -170,6 +215,7 @@ func TestLogrotateExactlyOnce(t *testing.T) {
 		ps.start("r2", true)
 		ps.start("r3", false)
 		waitAssigned(t, s, len(logs), "start", func(map[string][]string) error { return nil })
+		waitStarted(t, s, uris)
 
 		stop := make(chan struct{})
 		var wg sync.WaitGroup

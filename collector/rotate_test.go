@@ -3,12 +3,14 @@ package collector
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // copyFile copies src to dst as a new file (a new inode), as logrotate's
@@ -188,6 +190,175 @@ func TestRenamedThenCompressedReadFromGzip(t *testing.T) {
 	setMtime(t, active+".1.gz", mtime)
 	if got, _ = drain(t, rd, pos, 64); got != "a3\nb1\n" {
 		t.Fatalf("read %q, want a3 from the .gz, then b1", got)
+	}
+}
+
+// secondsAfterHourAgo returns at: at(s) is s seconds after one fixed
+// time an hour ago. Tests set mtimes with it, so that rotation order does
+// not depend on the file system's clock granularity.
+func secondsAfterHourAgo() func(s int) time.Time {
+	base := time.Now().Add(-time.Hour)
+	return func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+}
+
+// readFirst writes lines to the new file active, modified at mtime, reads
+// them all with rd and returns the position after them.
+func readFirst(t *testing.T, rd reader, active, lines string, mtime time.Time) Position {
+	t.Helper()
+	appendFile(t, active, lines)
+	setMtime(t, active, mtime)
+	got, pos := drain(t, rd, Position{}, 4096)
+	if got != lines {
+		t.Fatalf("first read %q, want %q", got, lines)
+	}
+	return pos
+}
+
+// readUntil reads rd from pos, one Read at a time, until done(pos) holds,
+// and returns what it read and where it stopped.
+func readUntil(t *testing.T, rd reader, pos Position, max int, done func(Position) bool) (string, Position) {
+	t.Helper()
+	var out strings.Builder
+	for i := 0; !done(pos); i++ {
+		if i == 1000 {
+			t.Fatalf("no position satisfying the condition after 1000 reads; at %+v", pos)
+		}
+		data, next, _, err := rd.Read(context.Background(), pos, max)
+		if err != nil {
+			t.Fatalf("read at %+v: %v", pos, err)
+		}
+		out.Write(data)
+		pos = next
+	}
+	return out.String(), pos
+}
+
+// copytruncateCompress rotates p as logrotate's copytruncate with
+// compress does: p.1.gz becomes p.2.gz, p is copied to p.1 keeping its
+// mtime and truncated, p.1 is compressed to p.1.gz (keeping the mtime)
+// and removed. p's own mtime after the truncation is truncatedAt.
+func copytruncateCompress(t *testing.T, p string, truncatedAt time.Time) {
+	t.Helper()
+	if _, err := os.Stat(p + ".1.gz"); err == nil {
+		if err := os.Rename(p+".1.gz", p+".2.gz"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copytruncate(t, p, p+".1")
+	setMtime(t, p+".1", st.ModTime())
+	gzipFile(t, p+".1")
+	setMtime(t, p, truncatedAt)
+}
+
+// Rotated twice by copytruncate+compress while the reader is between two
+// copies: it finished the first .gz and went on to the truncated file by
+// the fingerprint recorded at the first rotation, but the second rotation
+// moved that content to a new .gz and left the file empty before it was
+// read. After the new .gz, the older one (now .2.gz, modified after the
+// last time the reader saw the active file) must not be taken for the
+// file that comes next: it was read already.
+func TestCopytruncateCompressTwiceNeverRereadsOlderCopy(t *testing.T) {
+	active := filepath.Join(t.TempDir(), "app.log")
+	rd := &fileReader{glob: active}
+	at := secondsAfterHourAgo()
+
+	pos := readFirst(t, rd, active, linesN("c0", 0, 10), at(0))
+	st, err := os.Stat(active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	activeIno := inoOf(st)
+
+	// c1 is written and not read before the first rotation; c2 after it.
+	appendFile(t, active, linesN("c1", 0, 10))
+	setMtime(t, active, at(1))
+	copytruncateCompress(t, active, at(2))
+	appendFile(t, active, linesN("c2", 0, 10))
+	setMtime(t, active, at(3))
+
+	// Read c1 from the .gz and stop on the way to the truncated file,
+	// before reading it.
+	got, pos := readUntil(t, rd, pos, 4096, func(p Position) bool { return p.Ino == activeIno && p.Drain == "" && p.Offset == 0 })
+	if got != linesN("c1", 0, 10) {
+		t.Fatalf("after the first rotation read %q, want c1 from the .gz", got)
+	}
+
+	// The second rotation moves c2, unread, to the new .1.gz.
+	copytruncateCompress(t, active, at(4))
+	if got, _ = drain(t, rd, pos, 4096); got != linesN("c2", 0, 10) {
+		t.Fatalf("after the second rotation read\n%s\nwant c2 from the new .1.gz once, and nothing of c1 again", got)
+	}
+}
+
+// Two copytruncates before the reader came back (a slow round, a
+// takeover): the unread end of what it was reading is in the older copy,
+// what was written between the rotations in the newer one, and the
+// truncated file holds only what came after. All three are read, in
+// that order.
+func TestCopytruncateTwiceBetweenReadsReadsBothCopies(t *testing.T) {
+	active := filepath.Join(t.TempDir(), "app.log")
+	rd := &fileReader{glob: active}
+	at := secondsAfterHourAgo()
+	rotate := func(copiedAt, truncatedAt time.Time) {
+		if _, err := os.Stat(active + ".1"); err == nil {
+			if err := os.Rename(active+".1", active+".2"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		copytruncate(t, active, active+".1")
+		setMtime(t, active+".1", copiedAt)
+		setMtime(t, active, truncatedAt)
+	}
+
+	pos := readFirst(t, rd, active, linesN("c0", 0, 10), at(0))
+	appendFile(t, active, linesN("c1", 0, 10))
+	rotate(at(1), at(2))
+	appendFile(t, active, linesN("c2", 0, 10))
+	rotate(at(3), at(4))
+	appendFile(t, active, linesN("c3", 0, 10))
+	setMtime(t, active, at(5))
+
+	want := linesN("c1", 0, 10) + linesN("c2", 0, 10) + linesN("c3", 0, 10)
+	if got, _ := drain(t, rd, pos, 4096); got != want {
+		t.Fatalf("after two copytruncates read\n%s\nwant c1 (older copy), c2 (newer copy), c3 (the truncated file)", got)
+	}
+}
+
+// The reader lists the files next to the log while logrotate's gzip
+// replaces the copy app.log.1 by app.log.1.gz: the listing names the copy,
+// which is gone when opened, and not the .gz. The truncated file is not
+// taken for content with no copy (its unread lines would be lost): the
+// reader waits a round, then finds them in the .gz.
+func TestCopyGoneWhileListedIsWaitedFor(t *testing.T) {
+	active := filepath.Join(t.TempDir(), "app.log")
+	rd := &fileReader{glob: active}
+	at := secondsAfterHourAgo()
+	pos := readFirst(t, rd, active, linesN("c0", 0, 10), at(0))
+
+	appendFile(t, active, linesN("c1", 0, 10)) // unread at the rotation
+	copytruncate(t, active, active+".1")
+	copied, ok := statFile(active + ".1")
+	if !ok {
+		t.Fatal("no copy")
+	}
+	gzipFile(t, active+".1")
+	appendFile(t, active, linesN("c2", 0, 10))
+
+	// The listing as it was between the copy and the .gz.
+	sc := &scan{glob: active, active: active, listed: true, more: []fileInfo{copied}}
+	if err := sc.list(); err != nil {
+		t.Fatal(err)
+	}
+	at1 := pos
+	if cur, err := rd.locate(sc, &at1); err != nil || cur != nil || at1 != pos {
+		t.Fatalf("with the copy gone since listed: located %v (err %v), position %+v; want nothing and the position kept", cur, err, at1)
+	}
+	if got, _ := drain(t, rd, pos, 4096); got != linesN("c1", 0, 10)+linesN("c2", 0, 10) {
+		t.Fatalf("next rounds read\n%s\nwant c1 from the .gz, then c2", got)
 	}
 }
 

@@ -33,7 +33,9 @@ const fpSize = 1024
 //     files included (compress): a copy at least as long as the offset
 //     is read on from the offset (copytruncate: the lines written before
 //     the copy and not yet read are there), then the truncated file from
-//     its start. With no copy, the truncated file is read from its start.
+//     its start, or the newer copies first if it was rotated again. With
+//     no copy, the truncated file is read from its start; a file gone
+//     while listed makes the round wait (gzip replacing the copy).
 //   - The file after a finished one is the one its rotation left at Path
 //     or, for globs of many names, the next newer match; a copy of the
 //     content already read (same fingerprint) is never a successor.
@@ -62,6 +64,9 @@ type scan struct {
 	matches []fileInfo
 	more    []fileInfo // siblings not among matches; nil until listed
 	listed  bool
+	// vanished: a file was removed between listing and stat: maybe a
+	// copy that gzip just replaced by a .gz the listing missed.
+	vanished bool
 }
 
 func statFile(p string) (fileInfo, bool) {
@@ -82,11 +87,22 @@ func (s *scan) list() error {
 		return fmt.Errorf("collector: glob %q: %w", s.glob, err)
 	}
 	for _, p := range paths {
-		if fi, ok := statFile(p); ok {
+		if fi, ok := s.stat(p); ok {
 			s.matches = append(s.matches, fi)
 		}
 	}
 	return nil
+}
+
+// stat is statFile of a listed path, noting whether it is gone since.
+func (s *scan) stat(p string) (fileInfo, bool) {
+	fi, ok := statFile(p)
+	if !ok {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			s.vanished = true
+		}
+	}
+	return fi, ok
 }
 
 // all returns the matches and the siblings of the active file: the files
@@ -105,7 +121,7 @@ func (s *scan) all() []fileInfo {
 			if s.has(p) {
 				continue
 			}
-			if fi, ok := statFile(p); ok {
+			if fi, ok := s.stat(p); ok {
 				s.more = append(s.more, fi)
 			}
 		}
@@ -333,17 +349,30 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 	// is an older one.
 	if pos.FPLen > 0 {
 		var best *openFile
-		unsure := false // a .gz could not be read yet
+		var others []fileInfo // files that may hold other content
+		unsure := false       // a .gz could not be read yet, or a file went away
 		for _, fi := range sc.all() {
-			if fi.ino == pos.Ino || (!fi.gz && fi.size < pos.Offset) {
+			if fi.ino == pos.Ino {
+				continue
+			}
+			if !fi.gz && fi.size < pos.Offset {
+				others = append(others, fi)
 				continue
 			}
 			o, err := open(fi)
 			if err != nil || o == nil {
-				unsure = unsure || fi.gz
-				continue // unreadable or gone: not where the content is
+				// Unreadable or gone: not where the content is. But gone
+				// since listed, or a .gz cut short, it may have become
+				// the copy (gzip writes the .gz, then removes the file).
+				unsure = unsure || fi.gz || (o == nil && err == nil)
+				continue
 			}
-			if !o.holds(pos.FP, pos.FPLen) || !better(o, best) {
+			if !o.holds(pos.FP, pos.FPLen) {
+				others = append(others, fi)
+				o.Close()
+				continue
+			}
+			if !better(o, best) {
 				o.Close()
 				continue
 			}
@@ -356,16 +385,19 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 			defer best.Close()
 			next := *pos
 			next.Ino, next.Drain = best.ino, best.path
-			if orig != nil && next.NextIno == 0 {
-				// Truncated in place: its new content follows the copy.
+			if orig != nil && next.NextIno == 0 && newestCopy(best.fileInfo, others, pos.Path) {
+				// Truncated in place once since: its new content follows
+				// the copy. After more than one rotation, a newer copy
+				// holds what follows, and the oldest file modified after
+				// this one is where reading goes on (successor).
 				n := min(int64(len(orig.head)), fpSize)
 				next.NextIno, next.NextFP, next.NextFPLen = orig.ino, fingerprint(orig.head[:n]), n
 			}
 			*pos = next
 			return nil, nil
 		}
-		if unsure {
-			return nil, nil // it may be in the .gz still being written
+		if unsure || sc.vanished {
+			return nil, nil // it may be in a .gz still being written or not listed yet: next round
 		}
 	}
 	if orig != nil {
@@ -378,6 +410,17 @@ func (f *fileReader) locate(sc *scan, pos *Position) (*openFile, error) {
 		*pos = next
 	}
 	return nil, nil
+}
+
+// newestCopy reports whether found is newer than every file in others
+// but the one at active: no rotation made another copy after it.
+func newestCopy(found fileInfo, others []fileInfo, active string) bool {
+	for _, fi := range others {
+		if fi.path != active && newer(fi, found, active) {
+			return false
+		}
+	}
+	return true
 }
 
 // better prefers, among copies of one content, an uncompressed one (it
@@ -455,6 +498,14 @@ func (f *fileReader) readOn(sc *scan, cur *openFile, pos Position, max int) ([]b
 	if cur.path != pos.Path {
 		pos.Drain = cur.path
 	}
+	// The successor is looked for among the files modified after the
+	// content being read, so its mtime must be that of the file holding
+	// it now, compressed or not (logrotate keeps the mtime of what it
+	// compresses). A position that reached this content through a copy
+	// (the next_* recorded at a copytruncate) still carries the mtime of
+	// the content before it, and with it older rotated copies would look
+	// newer and be read again.
+	pos.MTime = cur.mtime
 	var data []byte
 	var eof bool
 	var err error
@@ -465,7 +516,6 @@ func (f *fileReader) readOn(sc *scan, cur *openFile, pos Position, max int) ([]b
 			return nil, pos, -1, err // cut short: gzip is still writing it
 		}
 	} else {
-		pos.MTime = cur.mtime
 		if data, err = cur.readAt(pos.Offset, max); err != nil {
 			return nil, pos, -1, err
 		}
