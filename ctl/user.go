@@ -148,6 +148,11 @@ func listAccounts[T any](r *runner, list func(*auth.Store, context.Context) ([]T
 }
 
 func (r *runner) userRemove(c *cli.Context) error {
+	return r.removeAccount(c, (*auth.Store).RemoveUser)
+}
+
+// removeAccount removes the user or token its one argument names.
+func (r *runner) removeAccount(c *cli.Context, remove func(*auth.Store, context.Context, string) error) error {
 	args, err := argsN(c, 1, 1)
 	if err != nil {
 		return err
@@ -156,7 +161,7 @@ func (r *runner) userRemove(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return r.withTimeout(func(ctx context.Context) error { return st.RemoveUser(ctx, args[0]) })
+	return r.withTimeout(func(ctx context.Context) error { return remove(st, ctx, args[0]) })
 }
 
 func (r *runner) tokenCreate(c *cli.Context) error {
@@ -197,15 +202,7 @@ func (r *runner) tokenList(c *cli.Context) error {
 }
 
 func (r *runner) tokenRevoke(c *cli.Context) error {
-	args, err := argsN(c, 1, 1)
-	if err != nil {
-		return err
-	}
-	st, err := r.accounts()
-	if err != nil {
-		return err
-	}
-	return r.withTimeout(func(ctx context.Context) error { return st.RevokeToken(ctx, args[0]) })
+	return r.removeAccount(c, (*auth.Store).RevokeToken)
 }
 
 // withTimeout runs fn bounded by --timeout.
