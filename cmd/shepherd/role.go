@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 )
 
 // A role is a part of Shepherd that works through a session: core,
-// scheduler, collector (and the console and the monitor to come). Each is
+// scheduler, collector, the console (server) and the monitor. Each is
 // its own command (`shepherd core`) and a section of `shepherd up`'s
 // config, with the same keys: the role's flags.
 type role struct {
@@ -28,6 +29,11 @@ type role struct {
 	// describe says, in one line for `shepherd up`'s banner, what the
 	// role configured by c does and where.
 	describe func(c *cli.Context) string
+	// needsCredential, when set, is why the role's command refuses to
+	// dial without a credential (the console keeps accounts only the
+	// cluster's credential may read). In `shepherd up` the session always
+	// has the server's.
+	needsCredential string
 	// upDefaults are the flags `shepherd up` sets, below its data
 	// directory, when the role's section leaves them out, so that
 	// `shepherd up` alone is a working installation.
@@ -76,9 +82,16 @@ func roleCommand(r role) *cli.Command {
 			if err != nil {
 				return err
 			}
+			opts, err := proc.SessionOptions(c, r.name, log)
+			if err != nil {
+				return err
+			}
+			if r.needsCredential != "" && opts.Auth == "" && !opts.InsecureOpenACL {
+				return fmt.Errorf("%s: pass --auth-file (shepherd coord writes <data-dir>/admin.auth; docs/security.md)", r.needsCredential)
+			}
 			ctx, stop := proc.SignalContext(c)
 			defer stop()
-			s, err := proc.Dial(ctx, c, r.name, log)
+			s, err := proc.DialOptions(ctx, c.String(proc.FlagZK), r.name, opts)
 			if err != nil {
 				return err
 			}
@@ -102,16 +115,4 @@ func roleCommand(r role) *cli.Command {
 			return err
 		},
 	}
-}
-
-// underUp reports whether c is a role's section of `shepherd up`, which
-// dials with the credential of the server it runs rather than with the
-// section's session flags.
-func underUp(c *cli.Context) bool {
-	for _, a := range c.Lineage() {
-		if a.Command != nil && a.Command.Name == "up" {
-			return true
-		}
-	}
-	return false
 }

@@ -45,7 +45,8 @@ command line win. See docs/console.md.`,
 				&cli.DurationFlag{Name: "refresh", Value: 5 * time.Second, Usage: "longest time between two reads of the cluster (watches trigger reads sooner)"},
 			}
 		},
-		setup: setupServer,
+		setup:           setupServer,
+		needsCredential: "the console keeps its accounts in nodes only the cluster's credential may read",
 		describe: func(c *cli.Context) string {
 			scheme := "http"
 			if c.String("tls-cert") != "" {
@@ -67,15 +68,6 @@ func setupServer(c *cli.Context, log *slog.Logger) (starter, error) {
 	}
 	if _, err := coordhealth.Servers(c.String(proc.FlagZK)); err != nil {
 		return nil, fmt.Errorf("--%s: %w", proc.FlagZK, err)
-	}
-	if !underUp(c) {
-		opts, err := proc.SessionOptions(c, "server", log)
-		if err != nil {
-			return nil, err
-		}
-		if opts.Auth == "" && !opts.InsecureOpenACL {
-			return nil, fmt.Errorf("the console keeps its accounts in nodes only the cluster's credential may read: pass --auth-file (shepherd coord writes <data-dir>/admin.auth; docs/console.md)")
-		}
 	}
 	cfg := server.Config{
 		Listen: c.String("listen"), TLSCert: c.String("tls-cert"), TLSKey: c.String("tls-key"),

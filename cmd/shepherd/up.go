@@ -21,8 +21,9 @@ import (
 	"github.com/shepherd-dev/shepherd/internal/proc"
 )
 
-// upDefaultHTTP is where `shepherd up` serves /metrics and /health (and
-// the console, when it runs) unless told otherwise: loopback only.
+// upDefaultHTTP is where `shepherd up` serves /metrics and /health
+// unless told otherwise: loopback only. The console has its own listener
+// (the server section's listen).
 const upDefaultHTTP = "127.0.0.1:9180"
 
 // coordUpDefaults are the coord section's defaults (role.upDefaults).
@@ -36,36 +37,30 @@ func coordUpDefaults(dataDir string) map[string]string {
 var upShared = []string{proc.FlagZK, proc.FlagSessionTimeout, authflag.FlagAuth, authflag.FlagAuthFile,
 	authflag.FlagReadACL, authflag.FlagInsecure, proc.FlagHTTPListen, "metrics-listen", "admin-listen"}
 
-// upSection is one role's part of `shepherd up`'s config: its context,
-// the same flags as the role's own command, set from its section.
-type upSection struct {
-	name string
-	c    *cli.Context
-}
-
 // upCommand is `shepherd up`: a whole installation in one process.
 func upCommand() *cli.Command {
 	// sections holds, between Before and Action, the role sections of
 	// --config; nil without a config file (every role runs).
 	var sections map[string]any
-	haveConfig := false
 	return &cli.Command{
 		Name:  "up",
-		Usage: "run a whole installation in one process: the bundled coordination server and core, scheduler and collector on one session",
+		Usage: "run a whole installation in one process: the bundled coordination server and core, scheduler, collector, console and monitor on one session",
 		Description: `Starts the bundled coordination server (shepherd coord) and, on one session
 authenticated with the admin credential that server writes at its first start
-(<data-dir>/coord/admin.auth), the roles its config names: core, scheduler and
-collector. They share that session and one HTTP listener (--http-listen: /metrics,
-/health). Without --config every role runs with defaults under --data-dir (core: the
-cold-standby group "default"; collector: output in <data-dir>/collector).
+(<data-dir>/coord/admin.auth), the roles its config names: core, scheduler,
+collector, server (the console) and monitor. They share that session and one HTTP
+listener (--http-listen: /metrics, /health). Without --config every role runs with
+defaults under --data-dir (core: the cold-standby group "default"; collector: output
+in <data-dir>/collector; console on 127.0.0.1:8080, whose first admin, when the
+cluster has no account, gets a random password in <data-dir>/console-admin.password).
 
 --config is a YAML file: its top-level keys are this command's flags, and a section
-per role (coord, core, scheduler, collector) holds the keys of that role's own
+per role (coord, core, scheduler, collector, server, monitor) holds the keys of that role's own
 command's config file (shepherd core --config …), so that moving a role to a
 service of its own is copying its section. A role runs when its section is present
 (an empty one, "core:", takes the defaults); coord always runs. See docs/deploy.md.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: proc.FlagConfig, Usage: "YAML file: these flags at the top, a section per role (coord, core, scheduler, collector) with its command's flag names"},
+			&cli.StringFlag{Name: proc.FlagConfig, Usage: "YAML file: these flags at the top, a section per role (coord, core, scheduler, collector, server, monitor) with its command's flag names"},
 			&cli.StringFlag{Name: "data-dir", Value: defaultUpDataDir(), Usage: "directory of everything the installation keeps: coord/ (with admin.auth), scheduler/, collector/"},
 			&cli.StringFlag{Name: proc.FlagHTTPListen, Value: upDefaultHTTP, Usage: "HTTP address serving Prometheus /metrics and /health (off if empty)"},
 			&cli.DurationFlag{Name: proc.FlagSessionTimeout, Value: recipe.DefaultSessionTimeout, Usage: "timeout of the roles' shared session"},
@@ -75,7 +70,6 @@ service of its own is copying its section. A role runs when its section is prese
 			if path == "" {
 				return nil
 			}
-			haveConfig = true
 			data, err := proc.ReadInputFile(c, proc.FlagConfig, path, boundedfile.MaxConfig)
 			if err != nil {
 				return err
@@ -95,13 +89,7 @@ service of its own is copying its section. A role runs when its section is prese
 			}
 			return proc.ApplyConfig(c, path, top)
 		},
-		Action: func(c *cli.Context) error {
-			var secs map[string]any
-			if haveConfig {
-				secs = sections
-			}
-			return runUp(c, secs)
-		},
+		Action: func(c *cli.Context) error { return runUp(c, sections) },
 	}
 }
 
@@ -131,7 +119,7 @@ func defaultUpDataDir() string {
 
 // section builds a role's context from its section kv (nil: defaults),
 // read from source: the flags of cmd, set from kv and then from defaults.
-func section(parent *cli.Context, cmd *cli.Command, source string, kv any, defaults map[string]string) (upSection, error) {
+func section(parent *cli.Context, cmd *cli.Command, source string, kv any, defaults map[string]string) (*cli.Context, error) {
 	source = fmt.Sprintf("%s: section %s", source, cmd.Name)
 	var m map[string]any
 	switch v := kv.(type) {
@@ -139,11 +127,11 @@ func section(parent *cli.Context, cmd *cli.Command, source string, kv any, defau
 	case map[string]any:
 		m = v
 	default:
-		return upSection{}, fmt.Errorf("%w: %s: want the keys of `shepherd %s`, not %T", proc.ErrConfig, source, cmd.Name, kv)
+		return nil, fmt.Errorf("%w: %s: want the keys of `shepherd %s`, not %T", proc.ErrConfig, source, cmd.Name, kv)
 	}
 	for k := range m {
 		if slices.Contains(upShared, k) {
-			return upSection{}, fmt.Errorf("%w: %s: key %q: in shepherd up every role shares one session and one HTTP listener; set session-timeout and http-listen at the top level (the server and its credential are up's own)",
+			return nil, fmt.Errorf("%w: %s: key %q: in shepherd up every role shares one session and one HTTP listener; set session-timeout and http-listen at the top level (the server and its credential are up's own)",
 				proc.ErrConfig, source, k)
 		}
 	}
@@ -151,25 +139,25 @@ func section(parent *cli.Context, cmd *cli.Command, source string, kv any, defau
 	set.SetOutput(io.Discard)
 	for _, f := range cmd.Flags {
 		if err := f.Apply(set); err != nil {
-			return upSection{}, err
+			return nil, err
 		}
 	}
 	if err := set.Parse(nil); err != nil {
-		return upSection{}, err
+		return nil, err
 	}
 	c := cli.NewContext(parent.App, set, parent)
 	c.Command = cmd
 	if err := proc.ApplyConfig(c, source, m); err != nil {
-		return upSection{}, err
+		return nil, err
 	}
 	for k, v := range defaults {
 		if !c.IsSet(k) {
 			if err := c.Set(k, v); err != nil {
-				return upSection{}, fmt.Errorf("%s: default %s: %w", source, k, err)
+				return nil, fmt.Errorf("%s: default %s: %w", source, k, err)
 			}
 		}
 	}
-	return upSection{name: cmd.Name, c: c}, nil
+	return c, nil
 }
 
 // upRole is a role `shepherd up` runs, set up from its section.
@@ -195,7 +183,7 @@ func runUp(c *cli.Context, sections map[string]any) error {
 	if err != nil {
 		return err
 	}
-	ccfg, err := coordConfig(cs.c)
+	ccfg, err := coordConfig(cs)
 	if err != nil {
 		return err
 	}
@@ -213,11 +201,11 @@ func runUp(c *cli.Context, sections map[string]any) error {
 		if err != nil {
 			return err
 		}
-		start, err := r.setup(sec.c, log.With("role", r.name))
+		start, err := r.setup(sec, log.With("role", r.name))
 		if err != nil {
 			return fmt.Errorf("up: %s: %w", r.name, err)
 		}
-		rs = append(rs, &upRole{role: r, c: sec.c, start: start})
+		rs = append(rs, &upRole{role: r, c: sec, start: start})
 	}
 
 	srv, err := coord.NewServer(ccfg)
