@@ -125,7 +125,7 @@ func (r *SessionReader) readSection(ctx context.Context, sec Section, snap *Snap
 		}
 		snap.Tasks = tasks
 	case SectionJobs:
-		jobs, scheds, err := r.readJobs(ctx)
+		jobs, scheds, err := r.jobs.Jobs(ctx, r.opts.RunsPerJob)
 		if err != nil {
 			return err
 		}
@@ -138,18 +138,6 @@ func (r *SessionReader) readSection(ctx context.Context, sec Section, snap *Snap
 		snap.Collectors, snap.Sources, snap.CollectorsJudged = ov.Collectors, ov.Sources, ov.Judged
 	}
 	return nil
-}
-
-func (r *SessionReader) readJobs(ctx context.Context) ([]scheduler.JobStatus, []scheduler.SchedulerInfo, error) {
-	jobs, err := r.jobs.Jobs(ctx, r.opts.RunsPerJob)
-	if err != nil {
-		return nil, nil, err
-	}
-	scheds, err := r.jobs.Schedulers(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jobs, scheds, nil
 }
 
 // errorsText is the sections' errors in one line, in section order.
