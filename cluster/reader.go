@@ -140,10 +140,11 @@ func (r *SessionReader) readSection(ctx context.Context, sec Section, snap *Snap
 	return nil
 }
 
-// errorsText is the sections' errors in one line, in section order.
+// errorsText is the sections' errors in one line, in the order ctl
+// status shows the sections.
 func errorsText(errs map[Section]string) string {
 	var out []string
-	for _, sec := range []Section{SectionTasks, SectionJobs, SectionCollectors, SectionCoord} {
+	for _, sec := range []Section{SectionCoord, SectionTasks, SectionJobs, SectionCollectors} {
 		if why, ok := errs[sec]; ok {
 			out = append(out, string(sec)+": "+why)
 		}
