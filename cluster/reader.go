@@ -125,7 +125,7 @@ func (r *SessionReader) readSection(ctx context.Context, sec Section, snap *Snap
 		}
 		snap.Tasks = tasks
 	case SectionJobs:
-		jobs, scheds, err := r.readJobs(ctx)
+		jobs, scheds, err := r.jobs.Jobs(ctx, r.opts.RunsPerJob)
 		if err != nil {
 			return err
 		}
@@ -140,22 +140,11 @@ func (r *SessionReader) readSection(ctx context.Context, sec Section, snap *Snap
 	return nil
 }
 
-func (r *SessionReader) readJobs(ctx context.Context) ([]scheduler.JobStatus, []scheduler.SchedulerInfo, error) {
-	jobs, err := r.jobs.Jobs(ctx, r.opts.RunsPerJob)
-	if err != nil {
-		return nil, nil, err
-	}
-	scheds, err := r.jobs.Schedulers(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return jobs, scheds, nil
-}
-
-// errorsText is the sections' errors in one line, in section order.
+// errorsText is the sections' errors in one line, in the order ctl
+// status shows the sections.
 func errorsText(errs map[Section]string) string {
 	var out []string
-	for _, sec := range []Section{SectionTasks, SectionJobs, SectionCollectors, SectionCoord} {
+	for _, sec := range []Section{SectionCoord, SectionTasks, SectionJobs, SectionCollectors} {
 		if why, ok := errs[sec]; ok {
 			out = append(out, string(sec)+": "+why)
 		}

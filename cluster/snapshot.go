@@ -58,6 +58,10 @@ func (s *Snapshot) Collector(name string) (collector.CollectorInfo, bool) {
 	return find(s.Collectors, func(c collector.CollectorInfo) bool { return c.Name == name })
 }
 
+// ErrorsText is Errors in one line ("section: why; …"), in section
+// order; "" when every section was read.
+func (s *Snapshot) ErrorsText() string { return errorsText(s.Errors) }
+
 func find[T any](list []T, match func(T) bool) (T, bool) {
 	for _, v := range list {
 		if match(v) {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -88,20 +87,9 @@ func (r *runner) status(c *cli.Context) error {
 		return err
 	}
 	if len(snap.Errors) > 0 {
-		return &exitError{code: ExitFailure, msg: "status: some parts could not be read: " + sectionErrors(snap)}
+		return &exitError{code: ExitFailure, msg: "status: some parts could not be read: " + snap.ErrorsText()}
 	}
 	return nil
-}
-
-// sectionErrors is the snapshot's errors in one line, in section order.
-func sectionErrors(snap *cluster.Snapshot) string {
-	var out []string
-	for _, sec := range []cluster.Section{cluster.SectionCoord, cluster.SectionTasks, cluster.SectionJobs, cluster.SectionCollectors} {
-		if why, ok := snap.Errors[sec]; ok {
-			out = append(out, fmt.Sprintf("%s: %s", sec, why))
-		}
-	}
-	return strings.Join(out, "; ")
 }
 
 // writeStatus prints the snapshot, one titled table per section.

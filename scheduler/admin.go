@@ -250,15 +250,17 @@ func (js *JobStatus) Source() string {
 // stored jobs (refused ones with their Error) and the jobs of the files
 // of the running schedulers, each with up to runs runs (0:
 // DefaultRunsPerJob). A file job is listed while at least one scheduler
-// that has it in its file runs.
-func (a *Admin) Jobs(ctx context.Context, runs int) ([]JobStatus, error) {
+// that has it in its file runs. It returns as well the running schedulers
+// (Schedulers) it read to find the file jobs, so a caller that shows both
+// reads them once.
+func (a *Admin) Jobs(ctx context.Context, runs int) ([]JobStatus, []SchedulerInfo, error) {
 	var names []string
 	err := a.s.Retry(ctx, func() (err error) {
 		names, _, err = a.s.Children(ctx, JobsPath)
 		return err
 	})
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return nil, err
+		return nil, nil, err
 	}
 	byName := map[string]*JobStatus{}
 	for _, n := range names {
@@ -268,25 +270,25 @@ func (a *Admin) Jobs(ctx context.Context, runs int) ([]JobStatus, error) {
 		case errors.Is(err, ErrInvalidJob):
 			byName[n] = &JobStatus{Name: n, Job: Job{Name: n}, Stored: true, Error: statusError(err)}
 		case err != nil:
-			return nil, err
+			return nil, nil, err
 		default:
 			byName[n] = &JobStatus{Name: n, Job: j, Stored: true}
 		}
 	}
 	scheds, err := a.Schedulers(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	addFileJobs(byName, scheds, "")
 	out := make([]JobStatus, 0, len(byName))
 	for _, js := range byName {
 		if err := a.fill(ctx, js, runs); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, *js)
 	}
 	slices.SortFunc(out, func(a, b JobStatus) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return out, scheds, nil
 }
 
 // Job returns the status of one job: ErrNoSuchJob when it is neither

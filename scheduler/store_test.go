@@ -192,7 +192,7 @@ func TestStoredJobNamedOtherwiseIsRefusedByAll(t *testing.T) {
 		if _, err := a.LoadJob(ctx, "alias"); !errors.Is(err, ErrInvalidJob) || !strings.Contains(err.Error(), why) {
 			t.Fatalf("LoadJob = %v, want ErrInvalidJob saying %q", err, why)
 		}
-		jobs, err := a.Jobs(ctx, 0)
+		jobs, _, err := a.Jobs(ctx, 0)
 		if err != nil || len(jobs) != 1 || jobs[0].Name != "alias" || !strings.Contains(jobs[0].Error, why) {
 			t.Fatalf("Jobs = %+v, %v; want alias refused", jobs, err)
 		}
