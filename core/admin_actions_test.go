@@ -89,13 +89,8 @@ func TestHandoverToStandby(t *testing.T) {
 func TestResetPositionPastAFailingEvent(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		ctx := coordtest.Context(t, 60*time.Second)
-		connect := chrootOf(t, tg)
-		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
-		mustAdd(t, a, testSpec("t1"))
-		eng := NewMemEngine(500)
-		eng.poison = 200
-		startCore(t, connect, "h1", eng, func(c *Config) { c.Tasks = []string{"t1"} })
-		waitOwner(t, a, "t1", "h1", StateFailed, 10*time.Second)
+		ft := startFailedTask(t, tg, func(c *Config) { c.Tasks = []string{"t1"} })
+		a, eng := ft.a, ft.eng
 		log := slog.New(slog.DiscardHandler)
 		past := Position{File: memFile, Pos: 201}
 		if _, err := a.ResetPosition(ctx, "t1", past, eng, log); !errors.Is(err, ErrTaskBusy) {

@@ -52,14 +52,9 @@ func TestStopAndStart(t *testing.T) {
 func TestNonRetryableFailure(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		ctx := coordtest.Context(t, 60*time.Second)
-		connect := chrootOf(t, tg)
-		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
-		mustAdd(t, a, testSpec("t1"))
-		eng := NewMemEngine(500)
-		eng.poison = 200
 		limit := func(c *Config) { c.Tasks, c.MaxFailures = []string{"t1"}, 2 }
-		h1 := startCore(t, connect, "h1", eng, limit)
-		failed := waitOwner(t, a, "t1", "h1", StateFailed, 10*time.Second)
+		ft := startFailedTask(t, tg, limit)
+		connect, a, eng, h1, failed := ft.connect, ft.a, ft.eng, ft.h1, ft.failed
 		if !strings.Contains(failed.State.Error, "UPDATE t SET x=1") || !strings.Contains(failed.State.Error, "Duplicate entry") {
 			t.Errorf("FAILED error %q: want the statement and the server's error", failed.State.Error)
 		}

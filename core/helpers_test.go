@@ -148,6 +148,29 @@ func waitApplied(t testing.TB, e *MemEngine, d time.Duration) {
 }
 
 // mustAdd stores a spec.
+// failedTask is task t1 whose event 200 fails for good, owned FAILED by core h1.
+type failedTask struct {
+	connect string
+	a       *Admin
+	eng     *MemEngine
+	h1      *runningCore
+	failed  Instance // h1's FAILED instance of t1
+}
+
+// startFailedTask adds t1 on tg, starts core h1 (its config changed by
+// edit) over 500 in-memory events of which event 200 fails for good, and
+// waits for h1 to own t1 FAILED.
+func startFailedTask(t testing.TB, tg *target, edit func(*Config)) failedTask {
+	t.Helper()
+	ft := failedTask{connect: chrootOf(t, tg), eng: NewMemEngine(500)}
+	ft.a = NewAdmin(dial(t, ft.connect, testSessionTimeout), "")
+	mustAdd(t, ft.a, testSpec("t1"))
+	ft.eng.poison = 200
+	ft.h1 = startCore(t, ft.connect, "h1", ft.eng, edit)
+	ft.failed = waitOwner(t, ft.a, "t1", "h1", StateFailed, 10*time.Second)
+	return ft
+}
+
 func mustAdd(t testing.TB, a *Admin, sp *Spec) {
 	t.Helper()
 	if err := a.AddTask(context.Background(), sp, false); err != nil {

@@ -125,9 +125,7 @@ func TestEveryRouteChecksTheRole(t *testing.T) {
 	tg := targets[0]
 	tg.Require(t)
 	c := startConsole(t, tg, nil)
-	if err := c.admin.AddTask(t.Context(), mustSpec(t, specJSON), false); err != nil {
-		t.Fatal(err)
-	}
+	c.addOrders()
 	c.refresh()
 	snap := *c.feed.Latest()
 	snap.Jobs = []JobStatus{{Name: "nightly", Job: scheduler.Job{Name: "nightly", Schedule: "@daily", Command: "true"}, Stored: true}}

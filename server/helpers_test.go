@@ -92,6 +92,14 @@ func startConsole(t testing.TB, tg *coordtest.Target, edit func(*Config, *Deps))
 	return &console{t: t, srv: srv, http: hs, feed: feed, session: s, admin: core.NewAdmin(s, ""), connect: connect}
 }
 
+// addOrders defines the task of specJSON ("orders").
+func (c *console) addOrders() {
+	c.t.Helper()
+	if err := c.admin.AddTask(context.Background(), mustSpec(c.t, specJSON), false); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 // refresh sets the feed's snapshot to the tasks as read now.
 func (c *console) refresh() {
 	c.t.Helper()

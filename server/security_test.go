@@ -23,9 +23,7 @@ func TestAttackCrossOriginPost(t *testing.T) {
 	tg := targets[0]
 	tg.Require(t)
 	c := startConsole(t, tg, nil)
-	if err := c.admin.AddTask(t.Context(), mustSpec(t, specJSON), false); err != nil {
-		t.Fatal(err)
-	}
+	c.addOrders()
 	victim := c.as("admin")
 	for _, hdr := range []map[string]string{
 		{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"},
@@ -139,9 +137,7 @@ func TestViewerSeesNoControls(t *testing.T) {
 	tg := targets[0]
 	tg.Require(t)
 	c := startConsole(t, tg, nil)
-	if err := c.admin.AddTask(t.Context(), mustSpec(t, specJSON), false); err != nil {
-		t.Fatal(err)
-	}
+	c.addOrders()
 	c.refresh()
 	for _, path := range []string{"/", "/tasks", "/tasks/orders"} {
 		_, page := c.as("viewer").do("GET", path, nil, nil)
@@ -193,9 +189,7 @@ func TestEventsStreamSendsNewSnapshots(t *testing.T) {
 	if l := next(); len(l.Tasks) != 0 {
 		t.Fatalf("first event: %+v", l)
 	}
-	if err := c.admin.AddTask(t.Context(), mustSpec(t, specJSON), false); err != nil {
-		t.Fatal(err)
-	}
+	c.addOrders()
 	c.refresh()
 	if l := next(); len(l.Tasks) != 1 || l.Tasks[0].Name != "orders" || l.Tasks[0].Desired != "running" || l.Tasks[0].State != "NONE" {
 		t.Fatalf("event after a task was added: %+v", l)
@@ -313,9 +307,7 @@ func TestAttackStoredPasswordExfiltration(t *testing.T) {
 			return core.DryRunReport{OK: true}, nil
 		}
 	})
-	if err := c.admin.AddTask(t.Context(), mustSpec(t, specJSON), false); err != nil {
-		t.Fatal(err)
-	}
+	c.addOrders()
 	op := c.as("operator")
 	redacted := strings.ReplaceAll(strings.ReplaceAll(specJSON, "src-secret", "***"), "tgt-secret", "***")
 	for _, body := range []string{
@@ -367,9 +359,7 @@ func TestZnodeBrowserHidesWhatOnlyTheCredentialReads(t *testing.T) {
 	tg := targets[0]
 	tg.Require(t)
 	c := startConsole(t, tg, nil)
-	if err := c.admin.AddTask(t.Context(), mustSpec(t, specJSON), false); err != nil {
-		t.Fatal(err)
-	}
+	c.addOrders()
 	if _, err := c.session.Create(t.Context(), "/public", []byte("hello"), 0, zk.WorldACL(zk.PermRead|zk.PermWrite)); err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,10 @@ func newPages(lags *lagHistory) (*pages, error) {
 		"parent": path.Dir,
 		"child":  func(dir, name string) string { return path.Join(dir, name) },
 		"join":   strings.Join,
+		// endpoint feeds taskform's "endpoint" block, one per side of a task.
+		"endpoint": func(legend, key string, e core.Endpoint) endpointField {
+			return endpointField{Legend: legend, Key: key, E: e}
+		},
 	}
 	p := &pages{t: map[string]*template.Template{}}
 	for _, n := range pageNames {
@@ -73,6 +77,12 @@ func newPages(lags *lagHistory) (*pages, error) {
 		p.t[n] = t
 	}
 	return p, nil
+}
+
+// endpointField is one side (source or target) of the task form.
+type endpointField struct {
+	Legend, Key string
+	E           core.Endpoint
 }
 
 // pageData is what every template gets.
