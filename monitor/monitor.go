@@ -329,15 +329,19 @@ func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task strin
 		m.log.Warn("monitor: not reading the source of an untrusted task", "task", task, "error", err)
 		return SourceReading{}, false
 	}
-	ts, err := m.admin.Task(ctx, task)
-	if err != nil || ts.Spec == nil {
+	// The spec alone: the snapshot has the task's checkpoint and instances.
+	sp, _, err := m.admin.TaskVersion(ctx, task)
+	if err != nil {
+		if !errors.Is(err, core.ErrNoTask) { // (a task removed since the snapshot is no news)
+			m.log.Warn("monitor: source not read: the task's spec is not readable", "task", task, "error", err)
+		}
 		return SourceReading{}, false
 	}
-	pw, err := ts.Spec.Source.ResolvePassword(ctx)
+	pw, err := sp.Source.ResolvePassword(ctx)
 	if err != nil {
 		return SourceReading{At: now, Err: fmt.Sprintf("task %s: source %v", task, err)}, true
 	}
-	r := m.deps.ReadSource(ctx, ts.Spec.Source, pw, now)
+	r := m.deps.ReadSource(ctx, sp.Source, pw, now)
 	if r.Err != "" {
 		m.log.Warn("monitor: source not read", "task", task, "error", r.Err)
 	}
