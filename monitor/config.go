@@ -148,7 +148,7 @@ func (c *Config) Channels(ctx context.Context) ([]Notifier, error) {
 	seen := map[string]bool{}
 	for _, n := range out {
 		if seen[n.Name()] {
-			return nil, fmt.Errorf("monitor: channel %s is configured twice", n.Name())
+			return nil, fmt.Errorf("monitor: channel %s is configured twice (config file and --webhook count together): give it once", n.Name())
 		}
 		seen[n.Name()] = true
 	}

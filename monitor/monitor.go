@@ -297,10 +297,27 @@ func (m *Monitor) logNotes(ns []Notification) {
 // readSources reads the source of every task whose spec this monitor may
 // act on: the spec (with its credentials) is read unredacted and used
 // only if no session without the monitor's identity could have written
-// it.
+// it. Tasks of one source (address and account) share one reading.
 func (m *Monitor) readSources(ctx context.Context, snap *cluster.Snapshot, now time.Time) map[string]SourceReading {
 	out := map[string]SourceReading{}
 	var mu sync.Mutex
+	type account struct {
+		host           string
+		port           int
+		user, password string
+	}
+	reads := map[account]func() SourceReading{}
+	read := func(ep core.Endpoint, pw string) SourceReading {
+		k := account{ep.Host, ep.Port, ep.User, pw}
+		mu.Lock()
+		f, ok := reads[k]
+		if !ok {
+			f = sync.OnceValue(func() SourceReading { return m.deps.ReadSource(ctx, ep, pw, now) })
+			reads[k] = f
+		}
+		mu.Unlock()
+		return f()
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4) // sources read at once
 	layout := m.admin.Layout()
@@ -311,7 +328,7 @@ func (m *Monitor) readSources(ctx context.Context, snap *cluster.Snapshot, now t
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r, ok := m.readSource(ctx, layout, ts.Name, now)
+			r, ok := m.readSource(ctx, layout, ts.Name, now, read)
 			if !ok {
 				return
 			}
@@ -324,20 +341,24 @@ func (m *Monitor) readSources(ctx context.Context, snap *cluster.Snapshot, now t
 	return out
 }
 
-func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task string, now time.Time) (SourceReading, bool) {
+func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task string, now time.Time, read func(core.Endpoint, string) SourceReading) (SourceReading, bool) {
 	if err := m.deps.Session.CheckTrusted(ctx, layout.Root, layout.Task(task)); err != nil {
 		m.log.Warn("monitor: not reading the source of an untrusted task", "task", task, "error", err)
 		return SourceReading{}, false
 	}
-	ts, err := m.admin.Task(ctx, task)
-	if err != nil || ts.Spec == nil {
+	// The spec alone: the snapshot has the task's checkpoint and instances.
+	sp, _, err := m.admin.TaskVersion(ctx, task)
+	if err != nil {
+		if !errors.Is(err, core.ErrNoTask) { // (a task removed since the snapshot is no news)
+			m.log.Warn("monitor: source not read: the task's spec is not readable", "task", task, "error", err)
+		}
 		return SourceReading{}, false
 	}
-	pw, err := ts.Spec.Source.ResolvePassword(ctx)
+	pw, err := sp.Source.ResolvePassword(ctx)
 	if err != nil {
 		return SourceReading{At: now, Err: fmt.Sprintf("task %s: source %v", task, err)}, true
 	}
-	r := m.deps.ReadSource(ctx, ts.Spec.Source, pw, now)
+	r := read(sp.Source, pw)
 	if r.Err != "" {
 		m.log.Warn("monitor: source not read", "task", task, "error", r.Err)
 	}

@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,5 +224,45 @@ func TestStateThatDoesNotDecodeIsStartedOver(t *testing.T) {
 			_, _, err := ReadState(ctx, s)
 			return err
 		})
+	})
+}
+
+// TestTasksOfOneSourceShareOneReading: two tasks replicating from the same
+// source account cost the evaluation one reading of it; a third task on
+// another account gets its own.
+func TestTasksOfOneSourceShareOneReading(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		admin := core.NewAdmin(s, "")
+		snap := &cluster.Snapshot{}
+		for _, task := range []struct{ name, user string }{{"a", "u"}, {"b", "u"}, {"c", "v"}} {
+			sp := &core.Spec{Name: task.name, Version: core.SpecVersion, State: core.DesiredRunning, Start: core.StartCurrent,
+				Source:  core.Endpoint{Host: "127.0.0.1", Port: 1, User: task.user, Flavor: core.FlavorMySQL},
+				Target:  core.Endpoint{Host: "127.0.0.1", Port: 2, User: "u", Flavor: core.FlavorMySQL},
+				Standby: core.Standby{Mode: core.ModeHot}}
+			if err := admin.AddTask(ctx, sp, false); err != nil {
+				t.Fatal(err)
+			}
+			snap.Tasks = append(snap.Tasks, core.TaskStatus{Name: task.name, Spec: sp.Redacted()})
+		}
+		var mu sync.Mutex
+		readings := map[string]int{}
+		deps := Deps{Session: s, Feed: cluster.NewFixed(snap), Logger: coordtest.Logger(t),
+			ReadSource: func(_ context.Context, ep core.Endpoint, _ string, now time.Time) SourceReading {
+				mu.Lock()
+				defer mu.Unlock()
+				readings[ep.User]++
+				return SourceReading{At: now, Logs: []BinlogFile{{Name: "bin.000001", Size: 4}}}
+			}}
+		m, err := New(DefaultConfig(), deps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := m.readSources(ctx, snap, time.Now())
+		if len(got) != 3 || readings["u"] != 1 || readings["v"] != 1 {
+			t.Fatalf("readings by user %v for %d tasks, want u:1 v:1 for 3", readings, len(got))
+		}
 	})
 }

@@ -233,7 +233,7 @@ func AddSilence(ctx context.Context, s *recipe.Session, sl Silence) error {
 func RemoveSilence(ctx context.Context, s *recipe.Session, id string) error {
 	err := s.Retry(ctx, func() error { return s.Delete(ctx, path.Join(SilencesPath, id), -1) })
 	if errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("monitor: no silence %q", id)
+		return fmt.Errorf("monitor: no silence %q: shepherd ctl alert list shows the silences and their ids", id)
 	}
 	return err
 }
