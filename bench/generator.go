@@ -49,6 +49,7 @@ type GeneratorSpec struct {
 	Ops        int
 	ValueBytes int
 	Watchers   int
+	Client     string
 }
 
 // GeneratorReport is what one generator measured.
@@ -76,7 +77,7 @@ func ServeGenerator(ctx context.Context, in io.Reader, out io.Writer, log *slog.
 	}
 	o := Options{
 		Addr: spec.Addr, Clients: spec.Clients, InFlight: spec.InFlight, Duration: spec.Duration,
-		Ops: spec.Ops, ValueBytes: spec.ValueBytes, Watchers: spec.Watchers, Logger: log,
+		Ops: spec.Ops, ValueBytes: spec.ValueBytes, Watchers: spec.Watchers, Client: spec.Client, Logger: log,
 		// The harness throws the server away after the run.
 		KeepData: true,
 	}

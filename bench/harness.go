@@ -214,16 +214,24 @@ func cpusAllowed(pid int) ([]int, error) {
 
 // describe is the method paragraph printed above the tables.
 func (h Harness) describe() string {
-	return fmt.Sprintf("Method: each server runs confined to CPU %s and %d load-generator process(es) (go-zookeeper, %d sessions x %d in flight in all) to CPU %s, "+
+	return fmt.Sprintf("Method: each server runs confined to CPU %s and %d load-generator process(es) (%s, %d sessions x %d in flight in all) to CPU %s, "+
 		"affinity set with taskset by the harness and checked in /proc/<pid>/status; both servers are started the same way, in a session of their own (setsid). "+
 		"Every run starts a fresh server, warms it with %v of the same workload (not measured), then measures %v; server CPU is utime+stime from /proc/<pid>/stat, "+
 		"context switches the sum over its threads of /proc/<pid>/task/*/status and read/write calls syscr+syscw of /proc/<pid>/io, all read at the edges of the measured window only. "+
 		"Kernel threads is the CPU time of every kernel thread (kworker, jbd2, ksoftirqd) in the window per op: an upper bound of the disk and network work the server caused outside its process, "+
 		"which on a shared machine includes other processes' too. "+
 		"Each cell is the median of %d runs; the servers take turns within each repeat. "+
-		"A run is clean when the generators used under %.0f%% of their CPUs and other processes (or the hypervisor) took under %.0f%% of the server's.",
-		FormatCPUList(h.Layout.Server), h.Generators, h.Options.Clients, h.Options.InFlight, FormatCPUList(h.Layout.Generator),
-		h.Options.Warmup, h.Options.Duration, h.Repeats, 100*generatorSaturatedShare, 100*stolenShare)
+		"A run is clean when the server set the pace (the generators used under %.0f%% of their CPUs, or the server %.0f%% or more of its own) and other processes (or the hypervisor) took under %.0f%% of the server's.",
+		FormatCPUList(h.Layout.Server), h.Generators, h.clientDescription(), h.Options.Clients, h.Options.InFlight, FormatCPUList(h.Layout.Generator),
+		h.Options.Warmup, h.Options.Duration, h.Repeats, 100*generatorSaturatedShare, 100*serverSaturatedShare, 100*stolenShare)
+}
+
+// clientDescription names the client the generators use.
+func (h Harness) clientDescription() string {
+	if h.Options.Client == ClientGoZK {
+		return "go-zookeeper"
+	}
+	return "bench's wire client for " + strings.Join(WireWorkloads, ", ") + ": one write system call per request, as real clients make; go-zookeeper for the others"
 }
 
 // runOnce starts t pinned, runs workload w from the generators and returns
@@ -339,7 +347,7 @@ func (h Harness) specs(addr, w string) []GeneratorSpec {
 		}
 		specs[i] = GeneratorSpec{
 			Workload: w, Addr: addr, Clients: clients, InFlight: o.InFlight, Duration: o.Duration,
-			Warmup: o.Warmup, Ops: ops, ValueBytes: o.ValueBytes, Watchers: o.Watchers,
+			Warmup: o.Warmup, Ops: ops, ValueBytes: o.ValueBytes, Watchers: o.Watchers, Client: o.Client,
 		}
 	}
 	return specs

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/coord/proto"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
@@ -185,5 +187,99 @@ func TestStartReportsServerThatExits(t *testing.T) {
 	err := ShepherdCoord(bin, dir).Start(ctx)
 	if !errors.Is(err, ErrServerExited) || !strings.Contains(err.Error(), "cannot open data dir") {
 		t.Errorf("Start error = %v, want ErrServerExited quoting the server's log", err)
+	}
+}
+
+// The workloads the wire client runs by default must keep working through
+// go-zookeeper too (--client go-zookeeper).
+func TestWireWorkloadsThroughGoZooKeeper(t *testing.T) {
+	zk := zooKeeper(t)
+	for _, name := range WireWorkloads {
+		t.Run(name, func(t *testing.T) {
+			o := shortOptions(zk)
+			o.Client = ClientGoZK
+			res, err := Run(coordtest.Context(t, time.Minute), name, o)
+			if err != nil || res.Ops <= 0 {
+				t.Fatalf("Run(%s) = %+v, %v; want operations", name, res, err)
+			}
+		})
+	}
+}
+
+// Every operation the wire client counts is a request the server carried
+// out: after a create run, the tree holds exactly as many new znodes.
+func TestWireCreateCountsOnlyDoneRequests(t *testing.T) {
+	zk := zooKeeper(t)
+	o := shortOptions(zk)
+	o.KeepData = true
+	o.Ops = 777
+	res, err := Run(coordtest.Context(t, time.Minute), "create", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ops != o.Ops {
+		t.Fatalf("create did %d ops, want the cap %d", res.Ops, o.Ops)
+	}
+	conn, err := connect(context.Background(), zk.Addr(), coordtest.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	runs, _, err := conn.Children(benchRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root string
+	for _, r := range runs {
+		if strings.HasPrefix(r, "create-") && r > root {
+			root = r // the latest create run
+		}
+	}
+	buckets, _, err := conn.Children(benchRoot + "/" + root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := 0
+	for _, b := range buckets {
+		kids, _, err := conn.Children(benchRoot + "/" + root + "/" + b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		created += len(kids)
+	}
+	if created != res.Ops || len(buckets) != o.Clients*o.InFlight {
+		t.Errorf("%d znodes in %d buckets after %d creates; want one per create in %d buckets", created, len(buckets), res.Ops, o.Clients*o.InFlight)
+	}
+	levels, err := listLevels(conn, benchRoot+"/"+root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := len(levels) - 1; d >= 0; d-- {
+		for lo := 0; lo < len(levels[d]); lo += setupBatch {
+			if err := deleteBatch(conn, levels[d][lo:min(len(levels[d]), lo+setupBatch)]); err != nil {
+				t.Fatalf("clean up: %v", err)
+			}
+		}
+	}
+}
+
+// A failed request fails the run, naming the server's error.
+func TestWireFailsOnErrorReply(t *testing.T) {
+	zk := zooKeeper(t)
+	s, err := dialWire(coordtest.Context(t, time.Minute), zk.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	op := wireOp{request: func(enc *proto.Encoder, _ int, _ int64, _ *rand.Rand) proto.OpCode {
+		req := proto.GetDataRequest{Path: "/no/such/znode"}
+		req.Encode(enc)
+		return proto.OpGetData
+	}}
+	requests := 0
+	err = runWireSession(coordtest.Context(t, time.Minute), s, 0, 4, op, newRecorder(1),
+		func() bool { requests++; return requests <= 100 }, func() { t.Error("a failed request was counted as done") })
+	if !errors.Is(err, errWireReply) || !strings.Contains(err.Error(), proto.ErrNoNode.Error()) {
+		t.Errorf("runWireSession error = %v, want errWireReply naming %v", err, proto.ErrNoNode)
 	}
 }

@@ -29,7 +29,23 @@ const (
 	DefaultWatchers   = 1000
 	DefaultTreeNodes  = 200_000
 	DefaultWarmup     = time.Second
+	// DefaultClient is the load generator's client: see Options.Client.
+	DefaultClient = ClientWire
 )
+
+// The clients a load generator can speak through (Options.Client).
+const (
+	// ClientWire is bench's own minimal client (see wire.go): one write
+	// system call per request, like real clients, at a fraction of their
+	// CPU, so that the server, not the generator, sets the pace. It runs
+	// the workloads in WireWorkloads; the others use go-zookeeper.
+	ClientWire = "wire"
+	// ClientGoZK is go-zookeeper/zk for every workload.
+	ClientGoZK = "go-zookeeper"
+)
+
+// WireWorkloads are the workloads ClientWire can run.
+var WireWorkloads = []string{"create", "set", "get", "exists", "mixed", "multi"}
 
 // Options configures one workload run.
 type Options struct {
@@ -70,6 +86,10 @@ type Options struct {
 	// paths before the clock starts. Default 1s; negative disables it.
 	// Run ignores it.
 	Warmup time.Duration
+	// Client is what issues the measured requests of the workloads in
+	// WireWorkloads: ClientWire (the default) or ClientGoZK. Set-up,
+	// clean-up and every other workload use go-zookeeper.
+	Client string
 	// Logger receives progress lines; nil means slog.Default().
 	Logger *slog.Logger
 
@@ -98,6 +118,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Client == "" {
+		o.Client = DefaultClient
+	}
+	if o.Client != ClientWire && o.Client != ClientGoZK {
+		return o, fmt.Errorf("%w: Client %q (known: %s, %s)", ErrBadOption, o.Client, ClientWire, ClientGoZK)
 	}
 	for _, f := range []struct {
 		name string

@@ -9,11 +9,14 @@ import (
 )
 
 // Thresholds of a window's verdict. A generator using 90% of its CPUs is
-// close enough to full that the server may be waiting on it; other
-// processes (or the hypervisor) taking a tenth of the server's CPUs make
-// CPU per op and throughput no longer the server's own.
+// close enough to full that the server may be waiting on it, unless the
+// server used 90% of its own CPUs too: then the server was at its
+// capacity whatever the generator could have offered. Other processes
+// (or the hypervisor) taking a tenth of the server's CPUs make CPU per op
+// and throughput no longer the server's own.
 const (
 	generatorSaturatedShare = 0.90
+	serverSaturatedShare    = 0.90
 	stolenShare             = 0.10
 )
 
@@ -172,9 +175,11 @@ func (w Window) StolenShare() float64 {
 }
 
 // GeneratorSaturated reports whether the generators used their CPUs
-// nearly fully: then they, not the server, may have set the pace.
+// nearly fully while the server did not: then they, not the server, may
+// have set the pace. When both were saturated, the server was at its
+// capacity and its figures are its own.
 func (w Window) GeneratorSaturated() bool {
-	return w.GeneratorShare() >= generatorSaturatedShare
+	return w.GeneratorShare() >= generatorSaturatedShare && w.ServerShare() < serverSaturatedShare
 }
 
 // Stolen reports whether the server's CPUs were busy with something
@@ -189,7 +194,8 @@ func (w Window) Clean() bool { return !w.GeneratorSaturated() && !w.Stolen() }
 func (w Window) Problems() []string {
 	var p []string
 	if w.GeneratorSaturated() {
-		p = append(p, fmt.Sprintf("generator saturated (%.0f%% of CPUs %s)", 100*w.GeneratorShare(), FormatCPUList(w.Layout.Generator)))
+		p = append(p, fmt.Sprintf("generator saturated (%.0f%% of CPUs %s; the server used %.0f%% of CPUs %s)",
+			100*w.GeneratorShare(), FormatCPUList(w.Layout.Generator), 100*w.ServerShare(), FormatCPUList(w.Layout.Server)))
 	}
 	if w.Stolen() {
 		p = append(p, fmt.Sprintf("%.0f%% of the server's CPUs %s taken by others", 100*w.StolenShare(), FormatCPUList(w.Layout.Server)))

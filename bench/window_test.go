@@ -90,6 +90,14 @@ func TestSwitchesSinceSumsThreadsAndCountsNewOnes(t *testing.T) {
 // the hypervisor stole 0.2 s more.
 func syntheticWindow(t *testing.T, genCPUAfter time.Duration, othersTicks, stealTicks int) Window {
 	t.Helper()
+	return syntheticWindowWithServer(t, 2500*time.Millisecond, genCPUAfter, othersTicks, stealTicks)
+}
+
+// syntheticWindowWithServer is syntheticWindow with the server using
+// serverCPU of its one CPU's 5 s.
+func syntheticWindowWithServer(t *testing.T, serverCPU, genCPUAfter time.Duration, othersTicks, stealTicks int) Window {
+	t.Helper()
+	serverTicks := int(serverCPU / (10 * time.Millisecond))
 	l := Layout{Server: []int{0}, Generator: []int{1}}
 	t0 := time.Unix(1000, 0)
 	before := Snapshot{
@@ -101,10 +109,10 @@ func syntheticWindow(t *testing.T, genCPUAfter time.Duration, othersTicks, steal
 	}
 	after := Snapshot{
 		At:         t0.Add(5 * time.Second),
-		Server:     ProcSample{CPU: 12500 * time.Millisecond, Switches: map[int]int64{1: 6000, 2: 5500}, IOCalls: 107_000},
+		Server:     ProcSample{CPU: 10*time.Second + serverCPU, Switches: map[int]int64{1: 6000, 2: 5500}, IOCalls: 107_000},
 		Generators: []time.Duration{time.Second + genCPUAfter/2, 2*time.Second + genCPUAfter/2},
 		// cpu0 busy grows by the server's 250 ticks plus the others'.
-		CPUs:          mustCPUs(t, 1000+200+othersTicks, 200+50, 0, 0, stealTicks, 500+400),
+		CPUs:          mustCPUs(t, 1000+serverTicks*4/5+othersTicks, 200+serverTicks/5, 0, 0, stealTicks, 500+400),
 		KernelThreads: 3500 * time.Millisecond,
 	}
 	w, err := Account(before, after, l)
@@ -163,20 +171,23 @@ func TestAccountRejectsMismatchedSnapshots(t *testing.T) {
 func TestWindowVerdict(t *testing.T) {
 	tests := []struct {
 		name                 string
-		genCPU               time.Duration
+		serverCPU, genCPU    time.Duration
 		othersTicks, steal   int
 		saturated, stolen    bool
 		problemsMentionWords []string
 	}{
-		{"clean", 4 * time.Second, 10, 0, false, false, nil},
-		{"generator at 90%", 4500 * time.Millisecond, 0, 0, true, false, []string{"generator saturated (90% of CPUs 1)"}},
-		{"others took 10%", time.Second, 50, 0, false, true, []string{"10% of the server's CPUs 0 taken by others"}},
-		{"steal counts as taken", time.Second, 0, 60, false, true, []string{"12% of the server's CPUs"}},
-		{"both", 5 * time.Second, 100, 0, true, true, []string{"generator saturated", "taken by others"}},
+		{"clean", 2500 * time.Millisecond, 4 * time.Second, 10, 0, false, false, nil},
+		{"generator at 90%", 2500 * time.Millisecond, 4500 * time.Millisecond, 0, 0, true, false,
+			[]string{"generator saturated (90% of CPUs 1; the server used 50% of CPUs 0)"}},
+		{"generator and server at 90%", 4500 * time.Millisecond, 4500 * time.Millisecond, 0, 0, false, false, nil},
+		{"generator at 90%, server at 89%", 4450 * time.Millisecond, 4500 * time.Millisecond, 0, 0, true, false, []string{"the server used 89%"}},
+		{"others took 10%", 2500 * time.Millisecond, time.Second, 50, 0, false, true, []string{"10% of the server's CPUs 0 taken by others"}},
+		{"steal counts as taken", 2500 * time.Millisecond, time.Second, 0, 60, false, true, []string{"12% of the server's CPUs"}},
+		{"both", 2500 * time.Millisecond, 5 * time.Second, 100, 0, true, true, []string{"generator saturated", "taken by others"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := syntheticWindow(t, tt.genCPU, tt.othersTicks, tt.steal)
+			w := syntheticWindowWithServer(t, tt.serverCPU, tt.genCPU, tt.othersTicks, tt.steal)
 			if w.GeneratorSaturated() != tt.saturated || w.Stolen() != tt.stolen || w.Clean() != (!tt.saturated && !tt.stolen) {
 				t.Errorf("saturated %v stolen %v clean %v; want %v %v (generator %.2f, stolen %.2f)",
 					w.GeneratorSaturated(), w.Stolen(), w.Clean(), tt.saturated, tt.stolen, w.GeneratorShare(), w.StolenShare())

@@ -41,6 +41,8 @@ Workloads: ` + strings.Join(bench.WorkloadNames(), ", ") + ` (--compare runs ` +
 			&cli.StringSliceFlag{Name: "workloads", Usage: "workloads to run (default: all with --zk, " + bench.HarnessWorkloads + " with --compare)"},
 			&cli.IntFlag{Name: "clients", Value: bench.DefaultClients, Usage: "client sessions (lock contenders)"},
 			&cli.IntFlag{Name: "inflight", Value: bench.DefaultInFlight, Usage: "outstanding requests per session"},
+			&cli.StringFlag{Name: "client", Value: bench.DefaultClient, Usage: "client issuing the measured requests of " + strings.Join(bench.WireWorkloads, ", ") +
+				": " + bench.ClientWire + " (bench's own, one write per request, little CPU) or " + bench.ClientGoZK + "; other workloads always use " + bench.ClientGoZK},
 			&cli.DurationFlag{Name: "duration", Value: bench.DefaultDuration, Usage: "measured time per workload"},
 			&cli.IntFlag{Name: "ops", Usage: "cap on operations per workload (tree200k: znodes, default 200000)"},
 			&cli.IntFlag{Name: "value-bytes", Value: bench.DefaultValueBytes, Usage: "size of every value written"},
@@ -69,6 +71,7 @@ func runBench(c *cli.Context) error {
 	o := bench.Options{
 		Clients:    c.Int("clients"),
 		InFlight:   c.Int("inflight"),
+		Client:     c.String("client"),
 		Duration:   c.Duration("duration"),
 		Ops:        c.Int("ops"),
 		ValueBytes: c.Int("value-bytes"),
