@@ -14,9 +14,14 @@ import (
 )
 
 const (
-	// maxBatch caps how many requests share one fsync; larger batches only
-	// add latency to the first request in them.
+	// maxBatch caps how many queued requests the pipeline handles before
+	// it looks at the syncer again.
 	maxBatch = 1024
+	// maxPendingTxns and maxPendingOuts cap a batch that grows while the
+	// syncer is busy: past them the pipeline stops taking requests until
+	// the disk catches up.
+	maxPendingTxns = 4 * maxBatch
+	maxPendingOuts = 16 * maxBatch
 	// housekeepingInterval is how often sessions are checked for expiry.
 	housekeepingInterval = 100 * time.Millisecond
 	// reapInterval is how often empty containers and expired TTL nodes are
@@ -57,6 +62,8 @@ type batch struct {
 	outs     []delivery
 	snapshot *tree.Frozen
 }
+
+func (b *batch) empty() bool { return len(b.txns) == 0 && len(b.outs) == 0 }
 
 // pipeline owns the tree, the watch registry and the session table. Only its
 // goroutine touches them.
@@ -141,12 +148,22 @@ func (p *pipeline) run() {
 	tick := time.NewTicker(housekeepingInterval)
 	defer tick.Stop()
 	for {
+		// While the syncer is busy (an fsync), the current batch keeps
+		// growing; the syncer takes all of it the moment it is free, so
+		// one fsync covers everything that arrived during the last one.
+		var toSyncer chan<- *batch
+		if !p.cur.empty() {
+			toSyncer = p.s.syncer.in
+		}
 		select {
 		case <-p.s.ctx.Done():
 			return
 		case r := <-p.reqs:
 			p.handle(r)
 			p.drain()
+		case toSyncer <- p.cur:
+			p.cur = p.s.syncer.reuse()
+			continue
 		case <-tick.C:
 			p.housekeeping(time.Now())
 		}
@@ -166,17 +183,30 @@ func (p *pipeline) drain() {
 	}
 }
 
-// flush hands the current batch to the syncer, adding a snapshot when due.
+// flush offers the current batch to the syncer. A free syncer takes it at
+// once. A busy one takes it, grown by what arrives meanwhile, when it is
+// free (see run), unless the batch is due a snapshot or has reached
+// maxPendingTxns or maxPendingOuts: then the pipeline waits for the
+// syncer, which pushes back on clients faster than the disk.
 func (p *pipeline) flush() {
 	b := p.cur
-	if len(b.txns) == 0 && len(b.outs) == 0 {
+	if b.empty() {
 		return
 	}
 	if p.sinceSnap >= p.s.cfg.SnapCount && p.s.syncer.snapshotIdle() {
+		// The snapshot is the tree as of the batch's last transaction, so
+		// the batch may not grow after the freeze: hand it over now.
 		started := time.Now()
 		b.snapshot = p.tree.Freeze()
 		p.sinceSnap = 0
 		p.s.metrics.freezeSeconds.Observe(time.Since(started).Seconds())
+	} else if len(b.txns) < maxPendingTxns && len(b.outs) < maxPendingOuts {
+		select {
+		case p.s.syncer.in <- b:
+			p.cur = p.s.syncer.reuse()
+		default: // the syncer is busy; run hands the batch over later
+		}
+		return
 	}
 	select {
 	case p.s.syncer.in <- b:
@@ -280,17 +310,16 @@ func (p *pipeline) notifyConn(c *conn, typ proto.EventType, path string) {
 // int32, and one label per value would let it grow the metric without
 // bound.
 func (p *pipeline) countRequest(op proto.OpCode) {
-	if !op.Known() {
-		op = unknownOp
-	}
-	c := p.opRequests[op]
+	c := p.opRequests[op] // a known op's counter, after its first request
 	if c == nil {
 		label := op.String()
-		if op == unknownOp {
-			label = "unknown"
+		if !op.Known() {
+			op, label = unknownOp, "unknown"
 		}
-		c = p.s.metrics.requests.WithLabelValues(label)
-		p.opRequests[op] = c
+		if c = p.opRequests[op]; c == nil {
+			c = p.s.metrics.requests.WithLabelValues(label)
+			p.opRequests[op] = c
+		}
 	}
 	c.Inc()
 }

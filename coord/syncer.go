@@ -18,10 +18,11 @@ type syncer struct {
 }
 
 func newSyncer(s *Server) *syncer {
-	// A short queue: it lets the pipeline prepare the next batch while the
-	// disk syncs this one, and pushes back on the pipeline when the disk is
-	// slower than the clients.
-	return &syncer{s: s, in: make(chan *batch, 2), free: make(chan *batch, 4)}
+	// No queue: the pipeline keeps adding to its batch while the syncer
+	// works, and hands over everything it gathered when the syncer is free
+	// (see pipeline.run), rather than a few small batches that would each
+	// cost an fsync.
+	return &syncer{s: s, in: make(chan *batch), free: make(chan *batch, 4)}
 }
 
 // reuse returns an empty batch for the pipeline to fill: a committed one
