@@ -213,6 +213,7 @@ func TestWireCreateCountsOnlyDoneRequests(t *testing.T) {
 	o := shortOptions(zk)
 	o.KeepData = true
 	o.Ops = 777
+	o.Duration = time.Minute // the cap ends the run, not the clock
 	res, err := Run(coordtest.Context(t, time.Minute), "create", o)
 	if err != nil {
 		t.Fatal(err)
