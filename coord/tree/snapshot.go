@@ -25,7 +25,9 @@ var ErrCorruptSnapshot = errors.New("tree: corrupt snapshot")
 //	zxid int64
 //	sessions int32, then per session: id int64, timeout int32
 //	acls int32, then per ACL list: a jute vector<ACL>
-//	nodes int64, then per node in path order (parents first):
+//	nodes int64, then per node, parents first (this version writes them
+//	depth first from the root, siblings in name order; earlier versions
+//	wrote them in path order, which loads the same):
 //	    path string, data buffer (-1 for null), acl index int32,
 //	    czxid mzxid pzxid ctime mtime ephemeralOwner int64,
 //	    version cversion aversion int32
@@ -51,7 +53,9 @@ type Frozen struct {
 	zxid     int64
 	sessions []frozenSession
 	nodes    []frozenNode
-	sorted   bool
+	// order lists nodes' indexes in the order WriteTo writes them; nil
+	// until the first WriteTo works it out.
+	order []int32
 }
 
 type frozenSession struct {
@@ -92,12 +96,13 @@ func (f *Frozen) Zxid() int64 { return f.zxid }
 // output depends only on the tree's state, so equal trees give equal bytes.
 // It must not run concurrently with another WriteTo of the same Frozen.
 func (f *Frozen) WriteTo(w io.Writer) (int64, error) {
-	if !f.sorted {
-		// Sorting by path puts every parent before its children, which is
-		// what Load needs, and makes the output deterministic.
-		slices.SortFunc(f.nodes, func(a, b frozenNode) int { return strings.Compare(a.path, b.path) })
+	if f.order == nil {
+		order, err := parentsFirst(f.nodes)
+		if err != nil {
+			return 0, fmt.Errorf("tree: write snapshot at zxid %#x: %w", f.zxid, err)
+		}
+		f.order = order
 		slices.SortFunc(f.sessions, func(a, b frozenSession) int { return cmpInt64(a.id, b.id) })
-		f.sorted = true
 	}
 	cw := &countingWriter{w: w}
 	sw := &snapWriter{w: bufio.NewWriterSize(cw, 256<<10)}
@@ -116,7 +121,7 @@ func (f *Frozen) WriteTo(w io.Writer) (int64, error) {
 	// Number the ACL lists in order of first use.
 	index := make(map[*aclList]int32)
 	var lists []*aclList
-	for i := range f.nodes {
+	for _, i := range f.order {
 		if _, ok := index[f.nodes[i].acl]; !ok {
 			index[f.nodes[i].acl] = int32(len(lists))
 			lists = append(lists, f.nodes[i].acl)
@@ -130,7 +135,7 @@ func (f *Frozen) WriteTo(w io.Writer) (int64, error) {
 	e.Long(int64(len(f.nodes)))
 	sw.write(e.Bytes())
 
-	for i := range f.nodes {
+	for _, i := range f.order {
 		n := &f.nodes[i]
 		e.Reset()
 		e.String(n.path)
@@ -160,6 +165,50 @@ func (f *Frozen) WriteTo(w io.Writer) (int64, error) {
 		return cw.n, fmt.Errorf("tree: write snapshot at zxid %#x: %w", f.zxid, sw.err)
 	}
 	return cw.n, nil
+}
+
+// parentsFirst returns the order in which a snapshot lists nodes: depth
+// first from the root, siblings in name order. Every parent comes before
+// its children, which is what Load needs, and equal trees get the same
+// order, so that they give equal bytes. Sorting each sibling list by name
+// costs a fraction of sorting every path, whose comparisons walk the long
+// prefixes siblings share: at 500k znodes that sort took a quarter of a
+// create-heavy server's CPU.
+func parentsFirst(nodes []frozenNode) ([]int32, error) {
+	type child struct {
+		name string
+		i    int32
+	}
+	children := make(map[string][]child)
+	root := int32(-1)
+	for i := range nodes {
+		if nodes[i].path == "/" {
+			root = int32(i)
+			continue
+		}
+		parent, name := zpath.Split(nodes[i].path)
+		children[parent] = append(children[parent], child{name, int32(i)})
+	}
+	if root < 0 {
+		return nil, errors.New("no root znode")
+	}
+	order := make([]int32, 0, len(nodes))
+	stack := []int32{root}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		order = append(order, i)
+		kids := children[nodes[i].path]
+		// Pushed in reverse name order, they are popped in name order.
+		slices.SortFunc(kids, func(a, b child) int { return strings.Compare(b.name, a.name) })
+		for _, k := range kids {
+			stack = append(stack, k.i)
+		}
+	}
+	if len(order) != len(nodes) {
+		return nil, fmt.Errorf("%d of %d znodes are not under the root", len(nodes)-len(order), len(nodes))
+	}
+	return order, nil
 }
 
 func cmpInt64(a, b int64) int {

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shepherd-dev/shepherd/coord/proto"
@@ -226,5 +229,61 @@ func TestWriteToReportsWriterErrors(t *testing.T) {
 		if err == nil || n > int64(after) {
 			t.Errorf("writer failing after %d bytes: n=%d err=%v", after, n, err)
 		}
+	}
+}
+
+// snapshotPaths returns the paths a snapshot lists, in its order.
+func snapshotPaths(t *testing.T, f *Frozen) []string {
+	t.Helper()
+	order, err := parentsFirst(f.nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := make([]string, len(order))
+	for k, i := range order {
+		paths[k] = f.nodes[i].path
+	}
+	return paths
+}
+
+// A snapshot lists nodes depth first, siblings by name, which differs
+// from path order where a name sorts before "/" ("a-b" < "a/b").
+func TestSnapshotListsParentsFirstSiblingsByName(t *testing.T) {
+	h := newHarness(t)
+	for _, p := range []string{"/a", "/a-b", "/a/c", "/a/b", "/a/b/x", "/0"} {
+		h.must(anyone, Op{Code: proto.OpCreate, Path: p, ACL: acl(proto.PermAll, "world", "anyone")})
+	}
+	got := snapshotPaths(t, h.tr.Freeze())
+	want := []string{"/", "/0", "/a", "/a/b", "/a/b/x", "/a/c", "/a-b", "/zookeeper"}
+	// ZooKeeper's own nodes under /zookeeper follow it.
+	if len(got) < len(want) || !reflect.DeepEqual(got[:len(want)], want) {
+		t.Fatalf("snapshot order %q, want it to start %q", got, want)
+	}
+	mustLoad(t, snapshotBytes(t, h.tr.Freeze()))
+}
+
+// Earlier versions listed nodes in path order; such a snapshot still loads.
+func TestSnapshotInPathOrderLoads(t *testing.T) {
+	w := newWorkload(t, 7)
+	for range 500 {
+		w.step()
+	}
+	f := w.h.tr.Freeze()
+	slices.SortFunc(f.nodes, func(a, b frozenNode) int { return strings.Compare(a.path, b.path) })
+	f.order = make([]int32, len(f.nodes))
+	for i := range f.order {
+		f.order[i] = int32(i)
+	}
+	loaded := mustLoad(t, snapshotBytes(t, f))
+	if dump(loaded) != dump(w.h.tr) {
+		t.Fatal("a path-ordered snapshot loads a different tree")
+	}
+}
+
+func TestSnapshotRefusesNodesOffTheTree(t *testing.T) {
+	f := New().Freeze()
+	f.nodes = append(f.nodes, frozenNode{path: "/no/parent", acl: f.nodes[0].acl})
+	if _, err := f.WriteTo(io.Discard); err == nil || !strings.Contains(err.Error(), "1 of") {
+		t.Fatalf("WriteTo of a node without its parent = %v, want an error counting it", err)
 	}
 }
