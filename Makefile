@@ -39,7 +39,7 @@ test: test-deps
 # takeover after a holder's SIGKILL on both servers, collector throughput against cat, replication apply rate
 # and CPU per row (durable and relaxed targets) and steady-state lag against MariaDB's native replica, and
 # failover time, and the console's latency, event fan-out and memory with 1,000 tasks.
-bench: build
+bench: build test-deps
 	$(BIN) bench --compare --shepherd-bin $(BIN) --out docs/bench-latest.md
 	$(TEST_ENV) $(GO) test -run '^$$' -bench 'BenchmarkMutexHandoff' -benchtime 2000x ./coord/recipe/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench 'BenchmarkMutexTakeover' -benchtime 5x ./coord/recipe/

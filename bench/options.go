@@ -45,7 +45,7 @@ const (
 )
 
 // WireWorkloads are the workloads ClientWire can run.
-var WireWorkloads = []string{"create", "set", "get", "exists", "mixed", "multi"}
+var WireWorkloads = []string{"create", "set", "get", "exists", "mixed", "multi", "session-churn"}
 
 // Options configures one workload run.
 type Options struct {

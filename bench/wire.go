@@ -204,20 +204,29 @@ func (s *wireSession) ping(every time.Duration) {
 	}
 }
 
-// close ends the session (closeSession, as a client's Close does) and the
-// connection. The loop must have stopped.
-func (s *wireSession) close() {
+// close ends the session as a client's Close does: closeSession, its
+// reply, then the server closing the connection. The loop must have
+// stopped.
+func (s *wireSession) close() error {
 	close(s.stop)
 	<-s.done
-	s.nc.SetDeadline(time.Now().Add(time.Second))
-	if _, err := s.send(func(*proto.Encoder) proto.OpCode { return proto.OpCloseSession }); err == nil {
-		for {
-			if _, err := s.readFrame(); err != nil {
-				break // the server closes the connection once the session is gone
-			}
-		}
+	defer s.nc.Close()
+	s.nc.SetDeadline(time.Now().Add(wireIOTimeout))
+	xid, err := s.send(func(*proto.Encoder) proto.OpCode { return proto.OpCloseSession })
+	if err != nil {
+		return err
 	}
-	s.nc.Close()
+	hdr, _, err := s.readReply()
+	if err != nil {
+		return fmt.Errorf("bench: wire: closeSession: %w", err)
+	}
+	if hdr.Xid != xid || hdr.Err != proto.ErrOK {
+		return fmt.Errorf("%w: closeSession answered with xid %d (want %d), %v", errWireReply, hdr.Xid, xid, hdr.Err)
+	}
+	if _, err := s.readFrame(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: the server kept the connection open after closeSession (%v)", errWireReply, err)
+	}
+	return nil
 }
 
 // dialWireSessions opens n sessions in parallel; on error it closes those it opened.
@@ -245,7 +254,7 @@ func closeWire(sessions []*wireSession) {
 	var wg sync.WaitGroup
 	for _, s := range sessions {
 		if s != nil {
-			wg.Go(s.close)
+			wg.Go(func() { s.close() }) // teardown: the run's outcome is known
 		}
 	}
 	wg.Wait()

@@ -12,6 +12,15 @@ import (
 func runSessionChurn(ctx context.Context, e *env) (Result, error) {
 	serial := *e
 	serial.o.InFlight = 1
+	if e.o.Client == ClientWire {
+		return serial.measure(ctx, func(*worker) error {
+			s, err := dialWire(ctx, e.o.Addr)
+			if err != nil {
+				return err
+			}
+			return s.close()
+		})
+	}
 	return serial.measure(ctx, func(*worker) error {
 		conn, err := connect(ctx, e.o.Addr, e.log)
 		if err != nil {
