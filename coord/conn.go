@@ -179,8 +179,19 @@ func (c *conn) readLoop() error {
 			c.s.metrics.badPackets.Inc()
 			return fmt.Errorf("%w: length %d outside 0..%d (max-request-bytes)", errBadPacket, n, c.s.cfg.MaxRequestBytes)
 		}
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(r, buf); err != nil {
+		// Decoding copies what it keeps (proto.Decoder), so a packet that
+		// fits the read buffer is decoded in place: no allocation and no
+		// copy per request.
+		var buf []byte
+		var err error
+		inPlace := int(n) <= r.Size()
+		if inPlace {
+			buf, err = r.Peek(int(n))
+		} else {
+			buf = make([]byte, n)
+			_, err = io.ReadFull(r, buf)
+		}
+		if err != nil {
 			return c.readErr(err, handshake)
 		}
 		if handshake {
@@ -192,6 +203,9 @@ func (c *conn) readLoop() error {
 			sess.touch()
 		}
 		req, err := c.decode(buf, handshake)
+		if inPlace {
+			r.Discard(int(n))
+		}
 		handshake = false
 		if err != nil {
 			c.s.metrics.badPackets.Inc()
