@@ -42,69 +42,91 @@ func closedLoop(parent context.Context, e *env, phase string, measured bool, lim
 	}
 	n := e.o.Clients * e.o.InFlight
 	workers := make([]*worker, n)
+	recs := make([]*recorder, n)
 	for i := range workers {
+		recs[i] = newRecorder(uint64(i))
 		workers[i] = &worker{
 			id:   i,
 			conn: e.conns[i%len(e.conns)],
 			rng:  rand.New(rand.NewPCG(uint64(i), 0xbe7c4)),
-			rec:  newRecorder(uint64(i)),
+			rec:  recs[i],
 		}
 	}
-	var (
-		issued, done atomic.Int64
-		errOnce      sync.Once
-		firstErr     error
-		wg           sync.WaitGroup
-	)
-	start := func(context.Context) (*meter, error) { return startMeter(e.o.PID) }
-	if measured {
-		start = e.startMeasured
-	}
-	m, err := start(parent)
-	if err != nil {
-		return Result{}, err
-	}
-	// The clock starts once the meter has: a measured loop may have
-	// waited for the harness's signal.
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	defer cancel()
-	p := newProgress(e.log, phase, total)
-	for _, w := range workers {
-		wg.Go(func() {
+	return e.metered(parent, phase, measured, timeout, func(ctx context.Context) (int, []*recorder, error) {
+		var issued, done atomic.Int64
+		p := newProgress(e.log, phase, total)
+		err := runAll(ctx, len(workers), func(ctx context.Context, i int) error {
+			w := workers[i]
 			for ctx.Err() == nil {
 				w.seq = issued.Add(1)
 				if w.seq > int64(limit) {
-					return
+					return nil
 				}
 				start := time.Now()
 				if err := op(w); err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("bench: %s: %s: operation %d: %w", e.name, phase, w.seq, err) })
-					cancel()
-					return
+					return fmt.Errorf("operation %d: %w", w.seq, err)
 				}
 				w.rec.since(start)
 				done.Add(1)
 				p.add(1)
 			}
+			return nil
+		})
+		return int(done.Load()), recs, err
+	})
+}
+
+// runAll runs body for workers 0 … n-1, each on its own goroutine, until
+// all return. The first error cancels the others' context and is
+// returned.
+func runAll(ctx context.Context, n int, body func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		once     sync.Once
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for i := range n {
+		wg.Go(func() {
+			if err := body(ctx, i); err != nil {
+				once.Do(func() { firstErr = err })
+				cancel()
+			}
 		})
 	}
 	wg.Wait()
+	return firstErr
+}
+
+// metered runs loop between the start and the stop of a meter of the
+// server (a measured phase is also framed by e.startMeasured and
+// e.stopMeasured, the harness's barrier) with a context that ends after
+// timeout, the clock starting once the meter has. loop returns the
+// operations it completed, their latencies and the first operation error,
+// which fails the phase.
+func (e *env) metered(parent context.Context, phase string, measured bool, timeout time.Duration,
+	loop func(ctx context.Context) (ops int, recs []*recorder, err error)) (Result, error) {
+	start := func(context.Context) (*meter, error) { return startMeter(e.o.PID) }
 	stop := (*meter).stop
 	if measured {
-		stop = e.stopMeasured
+		start, stop = e.startMeasured, e.stopMeasured
 	}
+	m, err := start(parent)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	ops, recs, loopErr := loop(ctx)
 	if err := stop(m); err != nil {
 		return Result{}, err
 	}
-	if firstErr != nil {
-		return Result{}, firstErr
+	if loopErr != nil {
+		return Result{}, fmt.Errorf("bench: %s: %s: %w", e.name, phase, loopErr)
 	}
 	if err := parent.Err(); err != nil {
 		return Result{}, fmt.Errorf("bench: %s: %s: %w", e.name, phase, err)
 	}
-	recs := make([]*recorder, n)
-	for i, w := range workers {
-		recs[i] = w.rec
-	}
-	return m.result(e.name, int(done.Load()), mergeRecorders(recs...)), nil
+	return m.result(e.name, ops, mergeRecorders(recs...)), nil
 }

@@ -260,13 +260,15 @@ func closeWire(sessions []*wireSession) {
 	wg.Wait()
 }
 
-// wireLoop is closedLoop for the wire generator: Clients sessions, each
-// with InFlight requests outstanding, each request issued as soon as one
-// of its session's returns, until the time or the operation limit runs
-// out or a request fails. A slot (0 … Clients×InFlight-1) is one of the
-// outstanding requests of one session; a server answers a session's
-// requests in order, so the slot whose request returned issues the next.
-func wireLoop(parent context.Context, e *env, phase string, measured bool, limit int, timeout time.Duration, op wireOp) (Result, error) {
+// wireLoop is the measured closed loop for the wire generator: Clients
+// sessions, each with InFlight requests outstanding, each request issued
+// as soon as one of its session's returns, until the time or the
+// operation limit runs out or a request fails. A slot (0 …
+// Clients×InFlight-1) is one of the outstanding requests of one session;
+// a server answers a session's requests in order, so the slot whose
+// request returned issues the next.
+func wireLoop(parent context.Context, e *env, limit int, timeout time.Duration, op wireOp) (Result, error) {
+	const phase = "measuring"
 	total := limit
 	if limit <= 0 || limit > maxLoopOps {
 		limit, total = maxLoopOps, 0
@@ -276,52 +278,21 @@ func wireLoop(parent context.Context, e *env, phase string, measured bool, limit
 		return Result{}, err
 	}
 	defer closeWire(sessions)
-	var (
-		issued, done atomic.Int64
-		errOnce      sync.Once
-		firstErr     error
-		wg           sync.WaitGroup
-	)
-	start := func(context.Context) (*meter, error) { return startMeter(e.o.PID) }
-	if measured {
-		start = e.startMeasured
-	}
-	m, err := start(parent)
-	if err != nil {
-		return Result{}, err
-	}
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	defer cancel()
-	p := newProgress(e.log, phase, total)
-	inflight := e.o.InFlight
 	recs := make([]*recorder, len(sessions))
-	for si, s := range sessions {
-		rec := newRecorder(uint64(si))
-		recs[si] = rec
-		wg.Go(func() {
-			if err := runWireSession(ctx, s, si*inflight, inflight, op, rec, func() bool {
-				return issued.Add(1) <= int64(limit)
-			}, func() { done.Add(1); p.add(1) }); err != nil {
-				errOnce.Do(func() { firstErr = fmt.Errorf("bench: %s: %s: %w", e.name, phase, err) })
-				cancel()
-			}
+	for i := range recs {
+		recs[i] = newRecorder(uint64(i))
+	}
+	return e.metered(parent, phase, true, timeout, func(ctx context.Context) (int, []*recorder, error) {
+		var issued, done atomic.Int64
+		p := newProgress(e.log, phase, total)
+		inflight := e.o.InFlight
+		err := runAll(ctx, len(sessions), func(ctx context.Context, i int) error {
+			return runWireSession(ctx, sessions[i], i*inflight, inflight, op, recs[i],
+				func() bool { return issued.Add(1) <= int64(limit) },
+				func() { done.Add(1); p.add(1) })
 		})
-	}
-	wg.Wait()
-	stop := (*meter).stop
-	if measured {
-		stop = e.stopMeasured
-	}
-	if err := stop(m); err != nil {
-		return Result{}, err
-	}
-	if firstErr != nil {
-		return Result{}, firstErr
-	}
-	if err := parent.Err(); err != nil {
-		return Result{}, fmt.Errorf("bench: %s: %s: %w", e.name, phase, err)
-	}
-	return m.result(e.name, int(done.Load()), mergeRecorders(recs...)), nil
+		return int(done.Load()), recs, err
+	})
 }
 
 // runWireSession keeps inflight requests of op outstanding on s, for the

@@ -27,7 +27,7 @@ func (e *env) measure(ctx context.Context, op func(w *worker) error) (Result, er
 // makes gozk's calls.
 func (e *env) measureOp(ctx context.Context, wire wireOp, gozk func(w *worker) error) (Result, error) {
 	if e.o.Client == ClientWire {
-		return wireLoop(ctx, e, "measuring", true, e.o.Ops, e.o.Duration, wire)
+		return wireLoop(ctx, e, e.o.Ops, e.o.Duration, wire)
 	}
 	return e.measure(ctx, gozk)
 }
