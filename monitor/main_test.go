@@ -128,10 +128,20 @@ func (r *receiver) waitCount(t *testing.T, rule, status string, want int) {
 // startMonitor runs a monitor until the test ends or stop is called.
 func startMonitor(t *testing.T, s *recipe.Session, feed cluster.Feed, cfg Config, deps Deps) (m *Monitor, stop func()) {
 	t.Helper()
+	return startMonitorWith(t, s, feed, cfg, deps, nil)
+}
+
+// startMonitorWith is startMonitor with setup, if not nil, applied to the
+// monitor before it runs.
+func startMonitorWith(t *testing.T, s *recipe.Session, feed cluster.Feed, cfg Config, deps Deps, setup func(*Monitor)) (m *Monitor, stop func()) {
+	t.Helper()
 	deps.Session, deps.Feed, deps.Logger = s, feed, coordtest.Logger(t)
 	m, err := New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(m)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -58,6 +58,9 @@ type Monitor struct {
 	// it judges an outage of the coordination service (outage.go).
 	wasActive bool
 	outage    *outage
+
+	// checkStateTrusted is Session.CheckTrusted; tests make it fail.
+	checkStateTrusted func(ctx context.Context, base, p string) error
 }
 
 // New returns a monitor; nothing happens until Run.
@@ -90,6 +93,8 @@ func New(cfg Config, deps Deps) (*Monitor, error) {
 		cfg: cfg, deps: deps, log: deps.Logger.With("monitor", cfg.Name), chans: chans, holds: cfg.holds(),
 		election: recipe.NewElection(deps.Session, ElectionPath, cfg.Name),
 		admin:    core.NewAdmin(deps.Session, cfg.CoreRoot),
+
+		checkStateTrusted: deps.Session.CheckTrusted,
 	}
 	m.metrics = newMetrics(m)
 	return m, nil
@@ -182,9 +187,15 @@ func (m *Monitor) evaluate(ctx context.Context, termNode string) error {
 	if version >= 0 {
 		// The outbox is sent: only a state no other identity could have
 		// written is taken up.
-		if err := s.CheckTrusted(ctx, Root, StatePath); err != nil {
+		switch err := m.checkStateTrusted(ctx, Root, StatePath); {
+		case errors.Is(err, recipe.ErrUntrusted):
 			m.log.Error("monitor: state not trusted: starting from an empty one (shepherd ctl secure fixes the ACL)", "error", err)
 			st = State{Alerts: map[string]*Alert{}}
+		case err != nil:
+			// The ACL could not be read (connection loss, shutdown): the
+			// state is not known to be untrusted, and starting from an
+			// empty one would send again what it records as sent.
+			return err
 		}
 	}
 	readings := m.readSources(ctx, snap, now)

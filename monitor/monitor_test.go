@@ -3,7 +3,9 @@ package monitor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,6 +81,41 @@ func TestStandbyTakesOverWithoutResending(t *testing.T) {
 		}
 		feed.Set(healthySnap())
 		r.waitCount(t, RuleTaskFailed, StatusResolved, 1)
+	})
+}
+
+// TestUnreadableStateACLIsNotAnUntrustedState: a trust check of the state
+// that fails for another reason than an untrusted ACL (here a canceled
+// read, as when the monitor is stopped mid-evaluation) skips the
+// evaluation. Taking it for an untrusted state made the monitor start from
+// an empty one and send again what it had sent.
+func TestUnreadableStateACLIsNotAnUntrustedState(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		r := newReceiver(t)
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		var calls atomic.Int32
+		failed := make(chan struct{})
+		m, _ := startMonitorWith(t, s, cluster.NewFixed(failedSnap()), testConfig(r), Deps{}, func(m *Monitor) {
+			m.checkStateTrusted = func(ctx context.Context, base, p string) error {
+				// The first evaluation finds no state; the second checks
+				// it; the third fails to.
+				if calls.Add(1) == 2 {
+					close(failed)
+					return fmt.Errorf("recipe: check trust of %s: %w", p, context.Canceled)
+				}
+				return s.CheckTrusted(ctx, base, p)
+			}
+		})
+		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
+		select {
+		case <-failed:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the state's trust was not checked twice")
+		}
+		waitEvaluations(t, m, 3)
+		if n := r.count(RuleTaskFailed, StatusFiring); n != 1 {
+			t.Fatalf("firing sent %d times; a failed trust check must not reset the state", n)
+		}
 	})
 }
 
