@@ -21,7 +21,8 @@
 // and the replies and watch events to send. A batch then goes to the syncer
 // goroutine, which appends its transactions to the log, fsyncs once for the
 // whole batch (group commit) and only then releases its replies. While the
-// syncer waits on the disk, the pipeline already works on the next batch.
+// syncer waits on the disk, the pipeline keeps adding to the next batch,
+// and hands all of it over when the syncer is free.
 //
 // Because every reply and notification leaves through the syncer in batch
 // order, no client can observe a write before it is durable: a read that saw

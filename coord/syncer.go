@@ -52,75 +52,43 @@ func (y *syncer) recycle(b *batch) {
 func (y *syncer) snapshotIdle() bool { return !y.snapping.Load() }
 
 func (y *syncer) run() {
-	var group []*batch
 	for b := range y.in {
-		group = y.gather(append(group[:0], b))
-		y.commit(group)
-		for _, b := range group {
-			y.recycle(b)
-		}
-		clear(group)
+		y.commit(b)
+		y.recycle(b)
 	}
 }
 
-// gather adds to group the batches already waiting, up to and including
-// the first that carries a snapshot, so that one fsync covers them all:
-// while the disk synced the last group the pipeline kept batching, and
-// syncing each of those batches on its own would cost an fsync (and the
-// wake-ups around it) apiece for no gain in latency, since their replies
-// all wait for the same disk.
-func (y *syncer) gather(group []*batch) []*batch {
-	for group[len(group)-1].snapshot == nil {
-		select {
-		case b, ok := <-y.in:
-			if !ok {
-				return group
-			}
-			group = append(group, b)
-		default:
-			return group
-		}
-	}
-	return group
-}
-
-// commit makes the group's transactions durable with one fsync, then
-// releases the batches' replies and starts their snapshot, in order.
-func (y *syncer) commit(group []*batch) {
+// commit makes b's transactions durable with one fsync, then releases its
+// replies and starts its snapshot. The pipeline hands over everything it
+// gathered while the last commit ran as one batch (see pipeline.run), so
+// one fsync covers it all.
+func (y *syncer) commit(b *batch) {
 	if y.failed {
 		return
 	}
 	store := y.s.store
-	txns := 0
-	for _, b := range group {
-		for _, t := range b.txns {
-			if err := store.Append(t.zxid, t.data); err != nil {
-				y.fail(fmt.Errorf("append zxid %#x: %w", t.zxid, err))
-				return
-			}
+	for _, t := range b.txns {
+		if err := store.Append(t.zxid, t.data); err != nil {
+			y.fail(fmt.Errorf("append zxid %#x: %w", t.zxid, err))
+			return
 		}
-		txns += len(b.txns)
 	}
-	if txns > 0 {
+	if len(b.txns) > 0 {
 		started := time.Now()
 		if err := store.Sync(); err != nil {
 			y.fail(fmt.Errorf("fsync transaction log: %w", err))
 			return
 		}
 		y.s.metrics.fsyncSeconds.Observe(time.Since(started).Seconds())
-		y.s.metrics.batchTxns.Observe(float64(txns))
+		y.s.metrics.batchTxns.Observe(float64(len(b.txns)))
 	}
-	for _, b := range group {
-		for _, d := range b.outs {
-			d.conn.send(d.frame)
-		}
-		// Only the last batch of a group can carry a snapshot (see
-		// gather), so every transaction it covers is durable and none
-		// after it has been appended: the snapshot's new log segment
-		// starts right after it, as when batches were synced one by one.
-		if b.snapshot != nil {
-			y.snapshot(b)
-		}
+	for _, d := range b.outs {
+		d.conn.send(d.frame)
+	}
+	// Every transaction the snapshot covers is durable now, and none
+	// after it has been appended: its new log segment starts right here.
+	if b.snapshot != nil {
+		y.snapshot(b)
 	}
 }
 
