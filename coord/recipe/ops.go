@@ -95,20 +95,16 @@ func (s *Session) checkPath(what, p string) (string, error) {
 }
 
 // watch maps a watch channel's event path back into the chroot.
-// It also counts the watch as outstanding until it fires, so that a
-// reconnection knows go-zookeeper has watches to re-send (see sendGate).
 func (s *Session) watch(ch <-chan zk.Event) <-chan zk.Event {
 	if ch == nil {
 		return ch
 	}
-	s.watches.Add(1)
 	out := make(chan zk.Event, 1)
 	// Lives as long as the watch: it ends when the server fires it or the
 	// connection invalidates it, as go-zookeeper's own channel does.
 	go func() {
 		defer close(out)
 		ev, ok := <-ch
-		s.watches.Add(-1)
 		if ok {
 			ev.Path = s.root.fromServer(ev.Path)
 			out <- ev

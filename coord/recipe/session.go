@@ -127,8 +127,6 @@ type Session struct {
 	waiterWakeups atomic.Int64
 	nodeEvents    atomic.Int64
 	parked        atomic.Int64
-	// watches counts watch channels handed out and not yet fired.
-	watches atomic.Int64
 
 	mu        sync.Mutex
 	cur       *handle
@@ -236,7 +234,7 @@ func Dial(ctx context.Context, connect string, opts Options) (*Session, error) {
 // zk.Connect does not block: the connection is established in the
 // background and reported through onEvent.
 func (s *Session) openLocked() error {
-	h := &handle{mon: &wireMonitor{watching: func() bool { return s.watches.Load() > 0 }}, hosts: newEagerHosts(), ready: make(chan struct{}), closed: make(chan struct{})}
+	h := &handle{mon: &wireMonitor{}, hosts: newEagerHosts(), ready: make(chan struct{}), closed: make(chan struct{})}
 	conn, _, err := zk.Connect(s.servers, s.opts.SessionTimeout,
 		zk.WithDialer(h.mon.dialer()),
 		zk.WithHostProvider(h.hosts),

@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -71,8 +72,10 @@ func expireSession(t testing.TB, s *Session, serverAddr string) {
 	}
 }
 
-// frame prefixes a packet body with its length.
-func frame(body []byte) []byte {
+// frame prefixes a packet body, the concatenation of parts, with its
+// length.
+func frame(parts ...[]byte) []byte {
+	body := bytes.Join(parts, nil)
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
 }
 

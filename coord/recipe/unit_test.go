@@ -269,7 +269,7 @@ func TestFrameScanner(t *testing.T) {
 		rest := stream
 		for len(rest) > 0 {
 			k := min(len(rest), 1+r.IntN(40))
-			f.feed(rest[:k], func(first bool, head []byte) {
+			f.scan(rest[:k], nil, func(bool, []byte) (byte, bool) { return 0, false }, func(first bool, head []byte) {
 				got = append(got, append([]byte(nil), head...))
 				firsts = append(firsts, first)
 			})

@@ -24,22 +24,52 @@ import (
 // granted its lock: a partitioned holder learns of its loss in time, not
 // after the fact.
 //
+// The monitor also keeps the session's last zxid in go-zookeeper's stead,
+// which closes go-zookeeper/zk#35 by construction. In v1.0.4 the receive
+// goroutine writes Conn.lastZxid for every reply (conn.go:848-849) with
+// no lock, while the connection goroutine reads it to build setWatches
+// (conn.go:614, sendSetWatches, called at conn.go:484 right after the
+// receive goroutine is started at conn.go:466) and the connect request
+// (conn.go:664). Nothing orders the read after the writes of the new
+// connection's replies: the race detector reports it whenever a session
+// has a watch when a connection starts — on a reconnection, or on a first
+// connection whose early replies registered one before the connection
+// goroutine got there. Holding replies back until setWatches is written
+// cannot close it: a connection that has no watch to re-send writes no
+// setWatches, so there is nothing to wait for but a clock.
+//
+// Instead the reply header's zxid is taken out of the stream before
+// go-zookeeper sees it (wireConn.Read records it here and hands the
+// library a zero, which conn.go:848 skips), and put back where the
+// library would have sent it: wireConn.Write fills in the connect
+// request's lastZxidSeen and setWatches' relativeZxid. The receive
+// goroutine then never writes lastZxid; its only other writer is the
+// connection goroutine itself on expiry (conn.go:708), the same goroutine
+// as both reads, so no order between goroutines is needed at all, on any
+// connection. Nothing else in the library uses a reply's zxid: request
+// (conn.go:931) returns it and every caller drops it.
+//
+// The value written into a connection's requests is the zxid as it stood
+// when that connection was dialled, before any of its own replies: the
+// last one the previous connection saw. That is what the Java client
+// sends (it primes a connection with setWatches ahead of queued
+// requests), and it is safe: a watch re-sent relative to an older zxid
+// can fire once more than needed, never miss a change. go-zookeeper's own
+// read could pick up a reply of the new connection and miss one.
+//
 // One monitor serves one zk.Conn, across all the TCP connections that
 // zk.Conn dials; per-connection parsing state lives in wireConn.
 type wireMonitor struct {
-	// watching reports whether the Session has watches outstanding; set
-	// before the first dial.
-	watching func() bool
-
 	// dropped is set when the Session gives up this connection: its old
 	// session is left to expire on the server, so go-zookeeper must not
-	// dial again to reconnect into it (that also reopened the lastZxid
-	// race of go-zookeeper/zk#35, see sendGate).
+	// dial again to reconnect into it.
 	dropped atomic.Bool
 
+	// lastZxid is the zxid of the newest reply to a request, as
+	// go-zookeeper would keep it (conn.go:848); reset with the session.
+	lastZxid atomic.Int64
+
 	mu        sync.Mutex
-	dials     int       // TCP connections dialled so far
-	gate      *sendGate // holds replies on the newest connection; nil if none
 	confirmed time.Time // send time of the newest packet the server answered
 	sessionID int64     // from the latest connect response; 0 = none
 	timeout   time.Duration
@@ -56,61 +86,21 @@ func (m *wireMonitor) dialer() func(network, address string, timeout time.Durati
 		if err != nil {
 			return nil, err
 		}
-		m.mu.Lock()
-		m.dials++
-		var g *sendGate
-		switch {
-		case m.dials == 1:
-			g = newSendGate(firstReplyWait)
-		case m.watching != nil && m.watching():
-			g = newSendGate(setWatchesWait)
-		}
-		m.gate = g
-		m.mu.Unlock()
-		return &wireConn{Conn: c, mon: m, gate: g, done: make(chan struct{}), pending: map[int32][]time.Time{}}, nil
+		return m.wrap(c), nil
 	}
+}
+
+// wrap makes c a monitored connection. go-zookeeper dials a connection
+// only once the previous one's goroutines have ended (conn.go:485), so
+// m.lastZxid is final for the connections before it.
+func (m *wireMonitor) wrap(c net.Conn) *wireConn {
+	w := &wireConn{Conn: c, mon: m, pending: map[int32][]time.Time{}}
+	binary.BigEndian.PutUint64(w.seen[:], uint64(m.lastZxid.Load()))
+	return w
 }
 
 // errConnectionDropped is what a dropped connection's dialer answers.
 var errConnectionDropped = errors.New("recipe: connection dropped by its session")
-
-// setWatchesWait bounds how long a reconnection holds back replies waiting
-// for go-zookeeper's setWatches (see sendGate); it is reached only when no
-// watch was left to re-send after all.
-const setWatchesWait = 300 * time.Millisecond
-
-// firstReplyWait is how long a new session's first connection holds
-// back replies after the handshake. go-zookeeper runs sendSetWatches on
-// every connection, the first included, right after reporting the
-// session: had replies to the caller's first watch requests already
-// registered watches by then, it would read lastZxid while the receive
-// goroutine writes it (go-zookeeper/zk#35, seen under -race). Held
-// replies register nothing, so the connection goroutine finds no watch to
-// re-send and reads nothing; the wait only has to outlast those few
-// statements, and costs a new session at most this much on its first
-// replies.
-const firstReplyWait = 50 * time.Millisecond
-
-// A sendGate holds back the replies of a reconnected connection until
-// go-zookeeper has written its setWatches packet. go-zookeeper v1.0.4 reads
-// lastZxid to build setWatches on its connection goroutine while its
-// receive goroutine writes lastZxid for every reply (go-zookeeper/zk#35);
-// requests queued while disconnected go out first, so their replies raced
-// with that read. The receive goroutine now reads past the handshake only
-// once setWatches is on the wire, which comes after the read: the gate's
-// channel makes that order real, for the race detector too.
-type sendGate struct {
-	once sync.Once
-	ch   chan struct{}
-}
-
-func newSendGate(timeout time.Duration) *sendGate {
-	g := &sendGate{ch: make(chan struct{})}
-	time.AfterFunc(timeout, g.open)
-	return g
-}
-
-func (g *sendGate) open() { g.once.Do(func() { close(g.ch) }) }
 
 // snapshot returns what the monitor knows.
 func (m *wireMonitor) snapshot() (confirmed time.Time, sessionID int64, timeout time.Duration) {
@@ -140,6 +130,7 @@ func (m *wireMonitor) connected(sent time.Time, sessionID int64, timeout time.Du
 	defer m.mu.Unlock()
 	m.sessionID = sessionID
 	if sessionID == 0 {
+		m.lastZxid.Store(0) // go-zookeeper starts the next session afresh (conn.go:708)
 		return
 	}
 	m.timeout = timeout
@@ -149,41 +140,34 @@ func (m *wireMonitor) connected(sent time.Time, sessionID int64, timeout time.Du
 	}
 }
 
-// Reply xids with a meaning of their own in ZooKeeper's protocol.
-const xidNotification = -1 // a watch event: not a reply to anything
-
 // wireConn is one TCP connection of a monitored zk.Conn. go-zookeeper
-// writes from one goroutine and reads from another; each side parses its
-// own stream, and mu guards what they share.
+// writes from one goroutine at a time (the connection goroutine for the
+// connect request, then the send goroutine) and reads from another (the
+// connection goroutine for the connect response, then the receive
+// goroutine); each side parses its own stream, and mu guards what they
+// share.
 type wireConn struct {
 	net.Conn
-	mon       *wireMonitor
-	gate      *sendGate     // nil unless a first connection or a reconnection with watches to re-send
-	done      chan struct{} // closed by Close, to release a Read held at the gate
-	closeOnce sync.Once
+	mon  *wireMonitor
+	seen [8]byte // the monitor's lastZxid when dialled, big-endian
 
-	wr, rd frameScanner // owned by the writing and the reading goroutine
+	wr, rd frameScanner // owned by the writing and the reading side
+	out    []byte       // the writing side's copy of a packet it edits
 
 	mu          sync.Mutex
 	connectSent time.Time
 	pending     map[int32][]time.Time // send times by xid, oldest first
-
-	// causal carries the order a round trip imposes to the race detector:
-	// bumped before each write, read after each read. go-zookeeper v1.0.4
-	// reads lastZxid for setWatches on its send goroutine and writes it on
-	// its receive goroutine with only the socket between them
-	// (go-zookeeper/zk#35), which the detector cannot see through; without
-	// this every -race test that reconnects with watches set can fail.
-	causal atomic.Int64
 }
 
+// Write sends p with the monitor's zxid in the fields go-zookeeper filled
+// from its own lastZxid (see wireMonitor). A write the kernel takes only
+// in part leaves the scanner ahead of the stream; go-zookeeper closes the
+// connection on any write error, so the scanner is not used again.
 func (c *wireConn) Write(p []byte) (int, error) {
 	// The time is taken before writing: the server cannot have received
 	// the packet earlier, which keeps the expiry bound on the safe side.
 	now := time.Now()
-	c.causal.Add(1)
-	n, err := c.Conn.Write(p)
-	c.wr.feed(p[:n], func(first bool, head []byte) {
+	out := c.wr.scan(p, &c.out, c.requestZxid, func(first bool, head []byte) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if first { // the connect request has no request header
@@ -194,75 +178,100 @@ func (c *wireConn) Write(p []byte) (int, error) {
 			xid := int32(binary.BigEndian.Uint32(head))
 			c.pending[xid] = append(c.pending[xid], now)
 		}
-		if len(head) >= 8 && c.gate != nil {
-			if op := int32(binary.BigEndian.Uint32(head[4:])); op == opSetWatches || op == opSetWatches2 {
-				c.gate.open()
-			}
-		}
 	})
+	n, err := c.Conn.Write(out)
 	return n, err
 }
 
-// Close closes the connection and releases a Read held at the gate.
-func (c *wireConn) Close() error {
-	c.closeOnce.Do(func() { close(c.done) })
-	return c.Conn.Close()
+// requestZxid puts back the zxid go-zookeeper would have written at body
+// offset len(head) of a request: lastZxidSeen of the connect request
+// (protocolVersion int32, lastZxidSeen int64, …) and relativeZxid of
+// setWatches (xid int32, type int32, relativeZxid int64, …).
+func (c *wireConn) requestZxid(first bool, head []byte) (byte, bool) {
+	at := len(head)
+	switch {
+	case first && at >= 4 && at < 12:
+		return c.seen[at-4], true
+	case !first && at >= 8 && at < 16:
+		op := int32(binary.BigEndian.Uint32(head[4:8]))
+		if op == opSetWatches || op == opSetWatches2 {
+			return c.seen[at-8], true
+		}
+	}
+	return 0, false
+}
+
+// replyZxid zeroes the zxid of a reply to a request (xid int32, zxid
+// int64, err int32) before go-zookeeper reads it, so that its receive
+// goroutine never writes lastZxid (see wireMonitor). onReply records the
+// real value from the untouched head.
+func replyZxid(first bool, head []byte) (byte, bool) {
+	at := len(head)
+	if first || at < 4 || at >= 12 {
+		return 0, false
+	}
+	return 0, int32(binary.BigEndian.Uint32(head)) >= 0
 }
 
 func (c *wireConn) Read(p []byte) (int, error) {
-	if c.gate != nil && c.rd.frames > 0 { // past the handshake: see sendGate
-		select {
-		case <-c.gate.ch:
-		case <-c.done:
+	n, err := c.Conn.Read(p)
+	c.rd.scan(p[:n], nil, replyZxid, c.onReply)
+	return n, err
+}
+
+// onReply handles the head of a frame from the server.
+func (c *wireConn) onReply(first bool, head []byte) {
+	if first {
+		c.onConnectResponse(head)
+		return
+	}
+	if len(head) < 4 {
+		return
+	}
+	xid := int32(binary.BigEndian.Uint32(head))
+	if xid < 0 { // a watch event, a ping, an auth reply: not a request's
+		return
+	}
+	if len(head) >= 12 {
+		if zxid := int64(binary.BigEndian.Uint64(head[4:12])); zxid > 0 {
+			c.mon.lastZxid.Store(zxid)
 		}
 	}
-	n, err := c.Conn.Read(p)
-	c.causal.Load()
-	c.rd.feed(p[:n], func(first bool, head []byte) {
-		if first {
-			c.mu.Lock()
-			sent := c.connectSent
-			c.mu.Unlock()
-			// connect response: protocolVersion int32, timeOut int32,
-			// sessionId int64, passwd buffer (int32 length + bytes).
-			if len(head) < 16 {
-				return
-			}
-			timeout := time.Duration(int32(binary.BigEndian.Uint32(head[4:]))) * time.Millisecond
-			id := int64(binary.BigEndian.Uint64(head[8:]))
-			var passwd []byte
-			if len(head) >= 20 {
-				if l := int(int32(binary.BigEndian.Uint32(head[16:]))); l > 0 && 20+l <= len(head) {
-					passwd = append([]byte(nil), head[20:20+l]...)
-				}
-			}
-			c.mon.connected(sent, id, timeout, passwd)
-			return
+	c.mu.Lock()
+	q := c.pending[xid]
+	var sent time.Time
+	if len(q) > 0 {
+		sent = q[0]
+		if len(q) == 1 {
+			delete(c.pending, xid)
+		} else {
+			c.pending[xid] = q[1:]
 		}
-		if len(head) < 4 {
-			return
+	}
+	c.mu.Unlock()
+	if !sent.IsZero() {
+		c.mon.confirm(sent)
+	}
+}
+
+// onConnectResponse reads protocolVersion int32, timeOut int32,
+// sessionId int64, passwd buffer (int32 length + bytes).
+func (c *wireConn) onConnectResponse(head []byte) {
+	c.mu.Lock()
+	sent := c.connectSent
+	c.mu.Unlock()
+	if len(head) < 16 {
+		return
+	}
+	timeout := time.Duration(int32(binary.BigEndian.Uint32(head[4:]))) * time.Millisecond
+	id := int64(binary.BigEndian.Uint64(head[8:]))
+	var passwd []byte
+	if len(head) >= 20 {
+		if l := int(int32(binary.BigEndian.Uint32(head[16:]))); l > 0 && 20+l <= len(head) {
+			passwd = append([]byte(nil), head[20:20+l]...)
 		}
-		xid := int32(binary.BigEndian.Uint32(head))
-		if xid == xidNotification {
-			return
-		}
-		c.mu.Lock()
-		q := c.pending[xid]
-		var sent time.Time
-		if len(q) > 0 {
-			sent = q[0]
-			if len(q) == 1 {
-				delete(c.pending, xid)
-			} else {
-				c.pending[xid] = q[1:]
-			}
-		}
-		c.mu.Unlock()
-		if !sent.IsZero() {
-			c.mon.confirm(sent)
-		}
-	})
-	return n, err
+	}
+	c.mon.connected(sent, id, timeout, passwd)
 }
 
 // frameHead is how much of a frame's body a scanner keeps: enough for a
@@ -278,7 +287,7 @@ const (
 
 // frameScanner splits a byte stream of ZooKeeper frames (a 4-byte
 // big-endian length, then the body) and reports the start of each body.
-// Bodies are skipped, not buffered.
+// Bodies past their head are skipped, not buffered.
 type frameScanner struct {
 	frames int // frames completed so far
 	lenBuf [4]byte
@@ -289,17 +298,27 @@ type frameScanner struct {
 	want   int // head bytes to collect in the current frame
 }
 
-// feed consumes p and calls onHead once per frame, when its first
-// min(length, frameHead) body bytes have been seen; first is true for the
-// connection's first frame (the connect request or response).
-func (f *frameScanner) feed(p []byte, onHead func(first bool, head []byte)) {
-	for len(p) > 0 {
+// An editFunc decides the body byte at offset len(head) of a frame from
+// the bytes before it (as they came, before any edit): the new value, or
+// false to leave it.
+type editFunc func(first bool, head []byte) (byte, bool)
+
+// scan consumes p, calls onHead once per frame when its first
+// min(length, frameHead) body bytes have been seen (first is true for the
+// connection's first frame, the connect request or response), and applies
+// edit to the head bytes. With buf nil, p is edited in place and
+// returned; otherwise p is left alone and an edited copy is made in *buf
+// when an edit changes a byte. Either way the result holds the stream as
+// edited.
+func (f *frameScanner) scan(p []byte, buf *[]byte, edit editFunc, onHead func(first bool, head []byte)) []byte {
+	out := p
+	for i := 0; i < len(p); {
 		if f.left == 0 && f.lenN < 4 { // reading a length prefix
-			k := copy(f.lenBuf[f.lenN:], p)
+			k := copy(f.lenBuf[f.lenN:], p[i:])
 			f.lenN += k
-			p = p[k:]
+			i += k
 			if f.lenN < 4 {
-				return
+				break
 			}
 			f.left = int(int32(binary.BigEndian.Uint32(f.lenBuf[:])))
 			f.headN = 0
@@ -309,20 +328,32 @@ func (f *frameScanner) feed(p []byte, onHead func(first bool, head []byte)) {
 				continue
 			}
 		}
-		k := min(len(p), f.left)
-		if f.headN < f.want {
-			f.headN += copy(f.head[f.headN:f.want], p[:k])
+		for f.headN < f.want && i < len(p) { // the head, a byte at a time
+			first := f.frames == 0
+			f.head[f.headN] = p[i] // before any edit: p may be out
+			if b, ok := edit(first, f.head[:f.headN]); ok && out[i] != b {
+				if buf != nil && &out[0] == &p[0] {
+					*buf = append((*buf)[:0], p...)
+					out = *buf
+				}
+				out[i] = b
+			}
+			f.headN++
+			f.left--
+			i++
 			if f.headN == f.want {
-				onHead(f.frames == 0, f.head[:f.headN])
+				onHead(first, f.head[:f.headN])
 			}
 		}
+		k := min(len(p)-i, f.left)
 		f.left -= k
-		p = p[k:]
-		if f.left == 0 {
+		i += k
+		if f.left == 0 && f.lenN == 4 {
 			f.frames++
 			f.lenN = 0
 		}
 	}
+	return out
 }
 
 func (f *frameScanner) endFrame(onHead func(first bool, head []byte)) {
