@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+
 	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/coord/proto"
 )
@@ -47,7 +49,7 @@ func startServer(t testing.TB, cfg Config) *Server {
 
 func connect(t testing.TB, addr string, timeout time.Duration) *zk.Conn {
 	t.Helper()
-	c, events, err := zk.Connect([]string{addr}, timeout, zk.WithLogInfo(false), zk.WithLogger(quietLogger{}))
+	c, events, err := zk.Connect([]string{addr}, timeout, zk.WithDialer(recipe.Dialer()), zk.WithLogInfo(false), zk.WithLogger(quietLogger{}))
 	if err != nil {
 		t.Fatalf("connect %s: %v", addr, err)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+
 	"github.com/shepherd-dev/shepherd/coord/proto"
 )
 
@@ -63,7 +65,7 @@ type zkSession struct {
 // until it is established.
 func (s *script) session() *zkSession {
 	s.t.Helper()
-	c, events, err := zk.Connect([]string{s.tg.addr}, 10*time.Second, zk.WithLogger(discardLogger{}))
+	c, events, err := zk.Connect([]string{s.tg.addr}, 10*time.Second, zk.WithDialer(recipe.Dialer()), zk.WithLogger(discardLogger{}))
 	if err != nil {
 		s.t.Fatalf("connect to %s: %v", s.tg.name, err)
 	}
@@ -390,7 +392,7 @@ func zkErrName(err error) string {
 // transcript, authenticated as every digest user scenarios use.
 // It gives up after cleanupTimeout, for the same reason as call.
 func (s *script) removeRoot() {
-	c, _, err := zk.Connect([]string{s.tg.addr}, 10*time.Second, zk.WithLogger(discardLogger{}))
+	c, _, err := zk.Connect([]string{s.tg.addr}, 10*time.Second, zk.WithDialer(recipe.Dialer()), zk.WithLogger(discardLogger{}))
 	if err != nil {
 		s.t.Logf("cleanup: connect: %v", err)
 		return

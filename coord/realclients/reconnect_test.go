@@ -2,14 +2,14 @@ package realclients
 
 import (
 	"fmt"
-	"net"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 )
 
 const (
@@ -197,7 +197,7 @@ func (e *sessionEvents) waitFor(since int, state zk.State) error {
 // closed when the test ends.
 func connectGoZk(t *testing.T, addr string) (*zk.Conn, *sessionEvents) {
 	t.Helper()
-	c, ch, err := zk.Connect([]string{addr}, reconnectSessionTimeout, zk.WithLogger(testLogger{t}), zk.WithDialer(dialCausal))
+	c, ch, err := zk.Connect([]string{addr}, reconnectSessionTimeout, zk.WithLogger(testLogger{t}), zk.WithDialer(recipe.Dialer()))
 	if err != nil {
 		t.Fatalf("go-zookeeper connect %s: %v", addr, err)
 	}
@@ -220,38 +220,6 @@ func connectGoZk(t *testing.T, addr string) (*zk.Conn, *sessionEvents) {
 		t.Fatalf("go-zookeeper connect %s: %v", addr, err)
 	}
 	return c, ev
-}
-
-// dialCausal dials a connection that shows the race detector the order a
-// request/response round trip imposes. go-zookeeper v1.0.4 reads lastZxid
-// for setWatches on one goroutine and writes it, on the response, on
-// another, with nothing but the socket between them (go-zookeeper/zk#35,
-// samuel/go-zookeeper#260). The response cannot arrive before the request
-// is sent, but the detector cannot see through a socket and fails -race
-// runs of any reconnect test. An atomic counter bumped before each write
-// and read after each read carries that order.
-func dialCausal(network, address string, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout(network, address, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &causalConn{Conn: c}, nil
-}
-
-type causalConn struct {
-	net.Conn
-	sent atomic.Int64
-}
-
-func (c *causalConn) Write(p []byte) (int, error) {
-	c.sent.Add(1)
-	return c.Conn.Write(p)
-}
-
-func (c *causalConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.sent.Load()
-	return n, err
 }
 
 // testLogger sends go-zookeeper's log to the test's log, shown on failure

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // A wireMonitor watches the bytes of a go-zookeeper connection to learn
@@ -98,6 +100,13 @@ func (m *wireMonitor) wrap(c net.Conn) *wireConn {
 	binary.BigEndian.PutUint64(w.seen[:], uint64(m.lastZxid.Load()))
 	return w
 }
+
+// Dialer returns a go-zookeeper Dialer for one zk.Connect that keeps
+// the session's last zxid out of go-zookeeper's receive goroutine, which
+// closes go-zookeeper/zk#35 for code that uses go-zookeeper directly
+// (see wireMonitor). Sessions of this package need no more: Dial does it.
+// Each zk.Connect needs a Dialer of its own.
+func Dialer() zk.Dialer { return (&wireMonitor{}).dialer() }
 
 // errConnectionDropped is what a dropped connection's dialer answers.
 var errConnectionDropped = errors.New("recipe: connection dropped by its session")
