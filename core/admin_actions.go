@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // Errors of the console's actions.
@@ -19,6 +21,10 @@ var (
 	ErrVersionConflict = errors.New("core: task spec changed since it was read")
 	// ErrNoStandby: a handover found no instance in line to take over.
 	ErrNoStandby = errors.New("core: no standby instance to hand over to")
+	// ErrPositionUnordered: a reset to a position that cannot be ordered
+	// against the target's checkpoint: another server's binlog (another
+	// base name) with no GTID state that decides.
+	ErrPositionUnordered = errors.New("core: position cannot be ordered against the target's checkpoint")
 	// ErrPositionBehind: a reset to a position the target's checkpoint
 	// has passed; the replicator resumes from the later of the two, so
 	// it would not take effect.
@@ -150,24 +156,31 @@ type PositionReset struct {
 
 // ParsePosition parses a binlog position "file:pos" (mysql-bin.000003:4).
 func ParsePosition(s string) (Position, error) {
-	m := filePosRe.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
+	p, isFile, err := replication.ParseFilePos(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return Position{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	case !isFile:
 		return Position{}, fmt.Errorf("%w: position %q: want file:pos, e.g. mysql-bin.000003:4", ErrInvalidSpec, s)
 	}
-	n, err := strconv.ParseUint(m[2], 10, 32)
-	if err != nil || n < 4 {
-		return Position{}, fmt.Errorf("%w: position %q: offset out of range (binlog events start at 4)", ErrInvalidSpec, s)
-	}
-	return Position{File: m[1], Pos: uint32(n)}, nil
+	return p, nil
 }
 
-// before reports whether p is earlier in the binlog than q (file names
-// of one server sort in order, as their numeric suffixes have one width).
-func (p Position) before(q Position) bool {
-	if p.File != q.File {
-		return p.File < q.File
+// checkResetTarget refuses a reset to pos unless pos is at or after the
+// target's checkpoint cp: the replicator resumes from the later of the
+// two, and one it cannot order against cp it leaves for cp (see
+// replication.ComparePositions), so such a reset would change nothing.
+func checkResetTarget(flavor string, pos, cp Position) error {
+	c, ok := replication.ComparePositions(flavor, pos, cp)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: %s and the target's checkpoint %s are not of one binlog (another server, or another base name), and no GTID state orders them",
+			ErrPositionUnordered, pos, cp)
+	case c < 0:
+		return fmt.Errorf("%w: %s is before %s, which the target has committed; going back needs the target's data and checkpoint row restored first",
+			ErrPositionBehind, pos, cp)
 	}
-	return p.Pos < q.Pos
+	return nil
 }
 
 // ResetPosition moves a stopped task's lastCommit to pos, clearing a
@@ -200,9 +213,10 @@ func (a *Admin) ResetPosition(ctx context.Context, name string, pos Position, e 
 	if err != nil {
 		return res, fmt.Errorf("core: reset position of task %q: read the target's checkpoint: %w", name, err)
 	}
-	if ok && !cp.Position.IsZero() && pos.before(cp.Position) {
-		return res, fmt.Errorf("%w: %s: %s is before %s, which the target has committed; going back needs the target's data and checkpoint row restored first",
-			ErrPositionBehind, name, pos, cp.Position)
+	if ok && !cp.Position.IsZero() {
+		if err := checkResetTarget(ts.Spec.Source.Flavor, pos, cp.Position); err != nil {
+			return res, fmt.Errorf("core: reset position of task %q: %w", name, err)
+		}
 	}
 	err = a.editLastCommit(ctx, name, func(lc *LastCommit, err error) (bool, error) {
 		if err != nil {

@@ -103,6 +103,11 @@ func TestResetPositionPastAFailingEvent(t *testing.T) {
 		if _, err := a.ResetPosition(ctx, "t1", Position{File: memFile, Pos: 100}, eng, log); !errors.Is(err, ErrPositionBehind) {
 			t.Fatalf("reset behind the target's checkpoint: got %v, want ErrPositionBehind", err)
 		}
+		// Another server's binlog: the replicator would resume from the
+		// checkpoint all the same, so the reset is refused, not stored.
+		if _, err := a.ResetPosition(ctx, "t1", Position{File: "replica-bin.000007", Pos: 4}, eng, log); !errors.Is(err, ErrPositionUnordered) {
+			t.Fatalf("reset to another binlog: got %v, want ErrPositionUnordered", err)
+		}
 		res, err := a.SkipEvent(ctx, "t1", eng, log)
 		if err != nil || res.Before.Pos != 200 || res.After != past {
 			t.Fatalf("skip: %+v, %v; want it to move from 200 to %v, the end of the failed transaction", res, err, past)
@@ -124,6 +129,30 @@ func TestResetPositionPastAFailingEvent(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestCheckResetTarget: a reset is checked against the target's
+// checkpoint with the one ordering of positions: files by number, and
+// positions of different binlogs ordered only by GTID.
+func TestCheckResetTarget(t *testing.T) {
+	cp := Position{File: "mysql-bin.999999", Pos: 500, GTID: "0-1-100"}
+	for _, tt := range []struct {
+		pos  Position
+		want error
+	}{
+		{Position{File: "mysql-bin.1000000", Pos: 4}, nil}, // text order would call it behind
+		{Position{File: "mysql-bin.999999", Pos: 500}, nil},
+		{Position{File: "mysql-bin.999999", Pos: 400}, ErrPositionBehind},
+		{Position{File: "mysql-bin.99999", Pos: 900}, ErrPositionBehind}, // text order would call it later
+		{Position{File: "replica-bin.000002", Pos: 4}, ErrPositionUnordered},
+		{Position{File: "replica-bin.000002", Pos: 4, GTID: "0-1-120"}, nil},
+		{Position{File: "replica-bin.000002", Pos: 4, GTID: "0-1-90"}, ErrPositionBehind},
+	} {
+		err := checkResetTarget(FlavorMariaDB, tt.pos, cp)
+		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Errorf("reset to %s against %s: %v, want %v", tt.pos, cp, err, tt.want)
+		}
+	}
 }
 
 func boolInt(b bool) int {

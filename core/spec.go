@@ -9,12 +9,12 @@ import (
 	"io"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/shepherd-dev/shepherd/internal/boundedfile"
+	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // SpecVersion is the schema version of the task specs this package writes.
@@ -409,25 +409,27 @@ func checkRoute(r Route) error {
 }
 
 var (
-	// filePosRe is a binlog position, mysql-bin.000003:4.
-	filePosRe = regexp.MustCompile(`^([A-Za-z0-9_.-]+\.[0-9]+):([0-9]+)$`)
 	// mysqlGTIDRe is a MySQL GTID set: uuid:interval[:interval…][,…].
 	mysqlGTIDRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(:[0-9]+(-[0-9]+)?)+(,\s*[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(:[0-9]+(-[0-9]+)?)+)*$`)
 	// mariaGTIDRe is a MariaDB GTID position: domain-server-seq[,…].
 	mariaGTIDRe = regexp.MustCompile(`^[0-9]+-[0-9]+-[0-9]+(,\s*[0-9]+-[0-9]+-[0-9]+)*$`)
 )
 
+// isFilePos reports whether s has the shape of a binlog position,
+// file:pos, right or not.
+func isFilePos(s string) bool {
+	_, isFile, _ := replication.ParseFilePos(s)
+	return isFile
+}
+
 // checkStart checks a start point against the source's flavor.
 func checkStart(s, flavor string) error {
 	switch {
 	case s == StartCurrent, s == StartEarliest:
 		return nil
-	case filePosRe.MatchString(s):
-		pos := filePosRe.FindStringSubmatch(s)[2]
-		if n, err := strconv.ParseUint(pos, 10, 32); err != nil || n < 4 {
-			return fmt.Errorf("%q: position %s out of range (binlog events start at 4)", s, pos)
-		}
-		return nil
+	case isFilePos(s):
+		_, _, err := replication.ParseFilePos(s)
+		return err
 	case mysqlGTIDRe.MatchString(s):
 		if flavor != FlavorMySQL {
 			return fmt.Errorf("%q is a MySQL GTID set, but source.flavor is %s (MariaDB GTIDs look like 0-1-100)", s, flavor)

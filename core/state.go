@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // docVersion is the schema version of the JSON documents below.
@@ -25,24 +27,9 @@ const (
 	StateFailed = "FAILED"
 )
 
-// Position is a place in the source's binlog: a file and offset, and with
-// GTIDs enabled the set of transactions executed up to there.
-type Position struct {
-	File string `json:"file"`
-	Pos  uint32 `json:"pos"`
-	GTID string `json:"gtid,omitempty"`
-}
-
-// IsZero reports whether p is no position at all.
-func (p Position) IsZero() bool { return p.File == "" && p.Pos == 0 && p.GTID == "" }
-
-func (p Position) String() string {
-	s := fmt.Sprintf("%s:%d", p.File, p.Pos)
-	if p.GTID != "" {
-		s += " gtid " + p.GTID
-	}
-	return s
-}
+// Position is a place in the source's binlog: replication's one position
+// type, with its one ordering (replication.ComparePositions).
+type Position = replication.Position
 
 // InstanceState is the data of an instance node: what the instance is
 // doing, for operators and the monitor.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/replication"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -127,7 +128,7 @@ func (th *TaskHistory) lag(task core.Position, reported time.Duration, now time.
 		return 0, false
 	}
 	cur := th.Samples[len(th.Samples)-1]
-	c, ok := comparePos(task, cur.Pos)
+	c, ok := replication.CompareFilePositions(task, cur.Pos)
 	if !ok {
 		return 0, false
 	}
@@ -135,7 +136,7 @@ func (th *TaskHistory) lag(task core.Position, reported time.Duration, now time.
 		return 0, true
 	}
 	for i := len(th.Samples) - 2; i >= 0; i-- {
-		if c, ok := comparePos(task, th.Samples[i].Pos); ok && c >= 0 {
+		if c, ok := replication.CompareFilePositions(task, th.Samples[i].Pos); ok && c >= 0 {
 			return now.Sub(th.Samples[i].At), true
 		}
 	}

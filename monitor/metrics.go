@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/replication"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -69,7 +70,7 @@ func (x *metrics) observe(in *Input, findings []Finding, alerts map[string]*Aler
 		if h := in.History.Tasks[ts.Name]; h != nil && ts.LastCommit != nil {
 			ev.unchanged[ts.Name] = in.Now.Sub(h.CheckpointSince).Seconds()
 			if r, ok := in.Sources[ts.Name]; ok && r.Err == "" {
-				c, ok := comparePos(ts.LastCommit.Position(), r.Current())
+				c, ok := replication.CompareFilePositions(ts.LastCommit.Position(), r.Current())
 				ev.ahead[ts.Name] = ok && c < 0
 			}
 		}

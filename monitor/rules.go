@@ -10,6 +10,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/replication"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -279,7 +280,7 @@ func taskPosition(ts core.TaskStatus) (pos core.Position, reported time.Duration
 	}
 	if o, has := ts.Owner(); has && o.State.State == core.StateRunning && !o.State.Position.IsZero() {
 		reported = time.Duration(o.State.LagSeconds * float64(time.Second))
-		if c, cmpOK := comparePos(o.State.Position, pos); !ok || (cmpOK && c > 0) {
+		if c, cmpOK := replication.CompareFilePositions(o.State.Position, pos); !ok || (cmpOK && c > 0) {
 			pos, ok = o.State.Position, true
 		}
 	}
@@ -326,7 +327,7 @@ func checkpointStale(in *Input, th *Thresholds) []Finding {
 		if !desiredRunning(ts) || ts.LastCommit == nil || th2 == nil || !read || r.Err != "" {
 			continue
 		}
-		c, ok := comparePos(ts.LastCommit.Position(), r.Current())
+		c, ok := replication.CompareFilePositions(ts.LastCommit.Position(), r.Current())
 		if !ok || c >= 0 {
 			continue
 		}
@@ -361,7 +362,7 @@ func binlogPurged(in *Input, _ *Thresholds) []Finding {
 		if !ok || r.Has(file) {
 			continue
 		}
-		if c, ok := compareFile(file, r.Logs[0].Name); !ok || c >= 0 {
+		if c, ok := replication.CompareFilePositions(core.Position{File: file}, core.Position{File: r.Logs[0].Name}); !ok || c >= 0 {
 			continue
 		}
 		out = append(out, taskFinding(RuleBinlogPurged, Critical, ts,

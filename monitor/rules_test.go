@@ -9,6 +9,7 @@ import (
 	"github.com/shepherd-dev/shepherd/collector"
 	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/replication"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -307,9 +308,9 @@ func TestComparePos(t *testing.T) {
 		{pos("", 0), pos("b.000001", 4), 0, false},
 	}
 	for _, c := range cases {
-		got, ok := comparePos(c.a, c.b)
+		got, ok := replication.CompareFilePositions(c.a, c.b)
 		if got != c.c || ok != c.ok {
-			t.Errorf("comparePos(%v, %v) = %d, %v; want %d, %v", c.a, c.b, got, ok, c.c, c.ok)
+			t.Errorf("replication.CompareFilePositions(%v, %v) = %d, %v; want %d, %v", c.a, c.b, got, ok, c.c, c.ok)
 		}
 	}
 }

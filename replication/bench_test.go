@@ -382,7 +382,7 @@ func timeShepherd(b *testing.B, r *Replicator, target *testpeer.MariaDB, start, 
 		mu.Lock()
 		at := last
 		mu.Unlock()
-		if c, ok := comparePositions(FlavorMariaDB, at, end); ok && c >= 0 {
+		if c, ok := ComparePositions(FlavorMariaDB, at, end); ok && c >= 0 {
 			res := applierRun{elapsed: time.Since(t0), core: cpuTime(b, os.Getpid()) - core0, server: cpuTime(b, target.PID()) - server0}
 			stopProfile()
 			logStatusDelta(b, "shepherd's target", status0, globalStatus(b, target))

@@ -195,7 +195,7 @@ func waitCaughtUp(t testing.TB, r *Replicator, source *testpeer.MariaDB, rn *run
 		if err != nil || !ok {
 			return fmt.Errorf("checkpoint %v, %v", ok, err)
 		}
-		if c, ok := comparePositions(FlavorMariaDB, Position{GTID: cp.Position.GTID}, Position{GTID: want}); !ok || c < 0 {
+		if c, ok := ComparePositions(FlavorMariaDB, Position{GTID: cp.Position.GTID}, Position{GTID: want}); !ok || c < 0 {
 			return fmt.Errorf("checkpoint at %s", cp.Position)
 		}
 		return nil

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,9 +16,13 @@ import (
 // may be empty: a position resolved from a GTID set alone has no file
 // until the first event arrives, and on MySQL a file:pos start has no
 // GTID set.
+//
+// This is Shepherd's one position type: core, the monitor, ctl and the
+// console use it, and order positions only with ComparePositions and
+// CompareFilePositions.
 type Position struct {
-	File string `json:"file,omitempty"`
-	Pos  uint32 `json:"pos,omitempty"`
+	File string `json:"file"`
+	Pos  uint32 `json:"pos"`
 	GTID string `json:"gtid,omitempty"`
 }
 
@@ -37,37 +42,45 @@ func (p Position) String() string {
 	return p.File + ":" + strconv.FormatUint(uint64(p.Pos), 10) + " (gtid " + p.GTID + ")"
 }
 
-// binlogSeq splits a binlog file name into its base and sequence number:
-// "mysql-bin.000012" is ("mysql-bin", 12).
-func binlogSeq(file string) (string, uint64, bool) {
-	i := strings.LastIndexByte(file, '.')
-	if i < 0 {
+// BinlogFile splits a binlog file name into its base and sequence number:
+// "mysql-bin.000012" is ("mysql-bin", 12). ok is false for a name without
+// a base or a numeric suffix. Files of one server are ordered by the
+// number, never by the name: mysql-bin.1000000 follows mysql-bin.999999.
+func BinlogFile(name string) (base string, seq uint64, ok bool) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 {
 		return "", 0, false
 	}
-	n, err := strconv.ParseUint(file[i+1:], 10, 64)
+	n, err := strconv.ParseUint(name[i+1:], 10, 64)
 	if err != nil {
 		return "", 0, false
 	}
-	return file[:i], n, true
+	return name[:i], n, true
 }
 
-// comparePositions orders a and b: -1 if a is earlier, 0 if the same, 1 if
-// later. ok is false when they cannot be ordered: different binlog base
-// names (another server) and GTID states that neither contains the other.
-// File positions decide when both have them, since they are exact for one
-// server; GTID states decide otherwise.
-func comparePositions(flavor string, a, b Position) (cmp int, ok bool) {
-	if a.File != "" && b.File != "" {
-		ab, an, aok := binlogSeq(a.File)
-		bb, bn, bok := binlogSeq(b.File)
-		if aok && bok && ab == bb {
-			switch {
-			case an != bn:
-				return cmpUint(an, bn), true
-			default:
-				return cmpUint(uint64(a.Pos), uint64(b.Pos)), true
-			}
-		}
+// CompareFilePositions orders the file positions of a and b: -1 if a is
+// earlier, 0 if the same, 1 if later. ok is false when they cannot be
+// ordered: a file missing or without a sequence number, or different base
+// names — another server, whose offsets mean nothing here.
+func CompareFilePositions(a, b Position) (cmp int, ok bool) {
+	ab, an, aok := BinlogFile(a.File)
+	bb, bn, bok := BinlogFile(b.File)
+	if !aok || !bok || ab != bb {
+		return 0, false
+	}
+	if an != bn {
+		return cmpUint(an, bn), true
+	}
+	return cmpUint(uint64(a.Pos), uint64(b.Pos)), true
+}
+
+// ComparePositions orders a and b like CompareFilePositions when both
+// have comparable files, since file positions are exact for one server,
+// and by their GTID states of flavor otherwise. ok is false when neither
+// decides: GTID states missing, or neither containing the other.
+func ComparePositions(flavor string, a, b Position) (cmp int, ok bool) {
+	if c, ok := CompareFilePositions(a, b); ok {
+		return c, true
 	}
 	if a.GTID == "" || b.GTID == "" {
 		return 0, false
@@ -113,28 +126,34 @@ func resumePoint(flavor string, from, checkpoint Position) Position {
 	case from.IsZero():
 		return checkpoint
 	}
-	if c, ok := comparePositions(flavor, from, checkpoint); ok && c > 0 {
+	if c, ok := ComparePositions(flavor, from, checkpoint); ok && c > 0 {
 		return from
 	}
 	return checkpoint
 }
 
-// parseFilePos parses "file:pos", e.g. "mysql-bin.000003:1234".
-func parseFilePos(s string) (Position, bool, error) {
+// ErrFilePos is the class of a malformed binlog position "file:pos".
+var ErrFilePos = errors.New("replication: invalid binlog position")
+
+// ParseFilePos parses a binlog position "file:pos", e.g.
+// "mysql-bin.000003:1234". isFile is false when s does not have that
+// shape at all (it may be a GTID set); err says what is wrong with one
+// that has it.
+func ParseFilePos(s string) (p Position, isFile bool, err error) {
 	i := strings.LastIndexByte(s, ':')
 	if i <= 0 {
 		return Position{}, false, nil
 	}
 	file, num := s[:i], s[i+1:]
-	if _, _, ok := binlogSeq(file); !ok {
+	if _, _, ok := BinlogFile(file); !ok {
 		return Position{}, false, nil
 	}
 	pos, err := strconv.ParseUint(num, 10, 32)
 	if err != nil {
-		return Position{}, true, fmt.Errorf("binlog offset %q in %q is not a number", num, s)
+		return Position{}, true, fmt.Errorf("%w: offset %q in %q is not a number", ErrFilePos, num, s)
 	}
 	if pos < 4 {
-		return Position{}, true, fmt.Errorf("binlog offset %d in %q is inside the file header (events start at 4)", pos, s)
+		return Position{}, true, fmt.Errorf("%w: offset %d in %q is inside the file header (events start at 4)", ErrFilePos, pos, s)
 	}
 	return Position{File: file, Pos: uint32(pos)}, true, nil
 }

@@ -158,7 +158,7 @@ func resolveStart(ctx context.Context, db *sql.DB, e Endpoint, flavor, spec stri
 		}
 		return p, nil
 	}
-	if p, isFile, err := parseFilePos(spec); isFile {
+	if p, isFile, err := ParseFilePos(spec); isFile {
 		if err != nil {
 			return Position{}, fmt.Errorf("%w: start %q: %v", ErrConfig, spec, err)
 		}

@@ -259,6 +259,11 @@ func TestPositions(t *testing.T) {
 		{p("mysql-bin.000001", 100, ""), p("mysql-bin.000001", 200, ""), -1, true, FlavorMariaDB},
 		{p("mysql-bin.000002", 4, ""), p("mysql-bin.000001", 900, ""), 1, true, FlavorMariaDB},
 		{p("mysql-bin.000009", 4, ""), p("mysql-bin.000010", 4, ""), -1, true, FlavorMariaDB},
+		// By number, never as text: "mysql-bin.1000000" < "mysql-bin.999999".
+		{p("mysql-bin.999999", 900, ""), p("mysql-bin.1000000", 4, ""), -1, true, FlavorMariaDB},
+		{p("mysql-bin.1000000", 4, ""), p("mysql-bin.999999", 900, ""), 1, true, FlavorMariaDB},
+		{p("mysql-bin", 4, ""), p("mysql-bin.000001", 4, ""), 0, false, FlavorMariaDB},
+		{p("", 0, ""), p("mysql-bin.000001", 4, ""), 0, false, FlavorMariaDB},
 		{p("a.000001", 4, "0-1-5"), p("b.000001", 4, "0-1-7"), -1, true, FlavorMariaDB},
 		{p("", 0, "0-1-5,1-2-3"), p("", 0, "0-1-5,1-2-3"), 0, true, FlavorMariaDB},
 		{p("", 0, "0-1-5,1-2-3"), p("", 0, "0-1-5"), 1, true, FlavorMariaDB},
@@ -267,9 +272,9 @@ func TestPositions(t *testing.T) {
 		{p("", 0, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-10"), p("", 0, "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"), 1, true, FlavorMySQL},
 	}
 	for _, tt := range tests {
-		cmp, ok := comparePositions(tt.flavor, tt.a, tt.b)
+		cmp, ok := ComparePositions(tt.flavor, tt.a, tt.b)
 		if cmp != tt.cmp || ok != tt.ok {
-			t.Errorf("comparePositions(%s, %s) = %d, %v; want %d, %v", tt.a, tt.b, cmp, ok, tt.cmp, tt.ok)
+			t.Errorf("ComparePositions(%s, %s) = %d, %v; want %d, %v", tt.a, tt.b, cmp, ok, tt.cmp, tt.ok)
 		}
 	}
 
@@ -295,9 +300,9 @@ func TestPositions(t *testing.T) {
 		{"0-1-5", Position{}, false, false},
 		{"3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5", Position{}, false, false},
 	} {
-		got, isFile, err := parseFilePos(tt.in)
+		got, isFile, err := ParseFilePos(tt.in)
 		if got != tt.want || isFile != tt.isFile || (err != nil) != tt.err {
-			t.Errorf("parseFilePos(%q) = %s, %v, %v", tt.in, got, isFile, err)
+			t.Errorf("ParseFilePos(%q) = %s, %v, %v", tt.in, got, isFile, err)
 		}
 	}
 	if s := p("mysql-bin.000001", 4, "0-1-2").String(); s != "mysql-bin.000001:4 (gtid 0-1-2)" {
