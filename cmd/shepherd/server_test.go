@@ -93,7 +93,9 @@ func TestServerCommandServesTheConsole(t *testing.T) {
 		}
 	}()
 	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, Timeout: 5 * time.Second}
+	// A login is a bcrypt comparison: seconds under -race on a loaded
+	// machine. The client's bound is the test's own.
+	hc := &http.Client{Jar: jar, Timeout: time.Minute}
 	base := "http://" + addr
 	coordtest.WaitFor(t, 30*time.Second, "the console to answer", func() error {
 		res, err := hc.Get(base + "/health")
