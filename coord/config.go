@@ -34,14 +34,30 @@ type Config struct {
 	// exceed MaxRequestBytesLimit: a write must fit in one log record.
 	MaxRequestBytes int
 	// MaxQueuedBytes bounds what one connection may owe a client that does
-	// not read: the encoded bytes of every reply and watch event queued for
-	// it and not yet written to its socket, whether still waiting for its
-	// batch's fsync or already in the send queue. A connection that would
-	// owe more is closed: one slow client must not hold the memory of the
-	// server hostage. ZooKeeper has no such bound (its queue grows until the
-	// JVM runs out of heap); the default, 64 MiB, is 64 replies of the
-	// largest default znode.
+	// not read its replies: the encoded bytes of every reply queued for it
+	// and not yet written to its socket, whether still waiting for its
+	// batch's fsync or already in the send queue, plus a small charge per
+	// reply for the server's bookkeeping. A connection that would owe more
+	// is closed: one slow client must not hold the memory of the server
+	// hostage. ZooKeeper has no such bound (its queue grows until the JVM
+	// runs out of heap); the default, 64 MiB, is 64 replies of the largest
+	// default znode. It may not be below MaxRequestBytes plus 1 KiB, the
+	// size of the largest reply.
 	MaxQueuedBytes int64
+	// MaxQueuedEventBytes bounds, in the same way and separately, the watch
+	// events one connection may owe its client. Past it the connection is
+	// closed and its session's watches are dropped, as ZooKeeper drops a
+	// closed connection's watches; the session lives on until it expires or
+	// its client reconnects and re-sends its watches (an ordinary
+	// disconnect keeps them: see docs/coord.md). Events are counted
+	// apart from replies because they are not asked for: other clients'
+	// writes produce them at any rate, so a client that stops reading is
+	// cut off sooner (the default, 16 MiB, is about 45,000 events of
+	// 100-byte paths, bookkeeping included, beyond what the kernel's socket
+	// buffers hold) while the replies it asked for keep their larger
+	// room. It may not be below MaxRequestBytes plus 1 KiB, the size of
+	// the largest event (a path).
+	MaxQueuedEventBytes int64
 	// HandshakeTimeout is how long a new connection may take to send its
 	// connect request (or four-letter word) before it is closed; ZooKeeper's
 	// zookeeper.nio.sessionlessCnxnTimeout, 10 s.
@@ -87,6 +103,7 @@ func DefaultConfig() Config {
 		MaxClientConns:           60,
 		MaxRequestBytes:          0xfffff, // ZooKeeper's jute.maxbuffer default: 1 MiB less one byte
 		MaxQueuedBytes:           64 << 20,
+		MaxQueuedEventBytes:      16 << 20,
 		HandshakeTimeout:         10 * time.Second,
 		FourLetterWords:          []string{"srvr"},
 		AutopurgeSnapRetainCount: 3,
@@ -103,6 +120,19 @@ var ErrConfig = errors.New("coord: invalid config")
 // client write a record the log cannot hold, which stops the server, and
 // again at every restart.
 const MaxRequestBytesLimit = wal.MaxRecordBytes - 1<<20
+
+// queueHeadroom is what a queue bound needs beyond MaxRequestBytes to hold
+// the largest reply or event: its header, a stat, and frameOverhead.
+const queueHeadroom = 1 << 10
+
+// queueBound is the most a connection may owe its client in frames of
+// kind k (see conn.owe).
+func (c *Config) queueBound(k frameKind) int64 {
+	if k == eventFrame {
+		return c.MaxQueuedEventBytes
+	}
+	return c.MaxQueuedBytes
+}
 
 // normalize fills derived defaults and validates c, naming the bad field.
 func (c *Config) normalize() error {
@@ -131,10 +161,13 @@ func (c *Config) normalize() error {
 		return fmt.Errorf("%w: max-request-bytes (jute.maxbuffer): must be 1..%d (the transaction log's record limit less 1 MiB), got %d",
 			ErrConfig, MaxRequestBytesLimit, c.MaxRequestBytes)
 	}
-	if c.MaxQueuedBytes < int64(c.MaxRequestBytes) {
-		// A getData reply carries up to MaxRequestBytes of data.
-		return fmt.Errorf("%w: max-queued-bytes %d is below max-request-bytes %d: the largest reply would close its connection",
-			ErrConfig, c.MaxQueuedBytes, c.MaxRequestBytes)
+	for k := range frameKinds {
+		// A getData reply carries up to MaxRequestBytes of data, an event a
+		// path of up to MaxRequestBytes.
+		if bound := c.queueBound(k); bound < int64(c.MaxRequestBytes)+queueHeadroom {
+			return fmt.Errorf("%w: %s %d is below max-request-bytes %d plus %d: the largest %s would close its connection",
+				ErrConfig, k.boundName(), bound, c.MaxRequestBytes, queueHeadroom, k)
+		}
 	}
 	if c.HandshakeTimeout <= 0 {
 		return fmt.Errorf("%w: handshake-timeout: must be positive, got %v", ErrConfig, c.HandshakeTimeout)

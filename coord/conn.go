@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/shepherd-dev/shepherd/coord/proto"
 )
@@ -34,10 +35,11 @@ type conn struct {
 	handshook bool // a connect request was processed (accepted or refused)
 	dead      bool // refused or closed: drop further requests
 
-	// owed is the encoded size of the frames queued for this connection and
-	// not yet written (see Config.MaxQueuedBytes). The pipeline adds, the writer
-	// subtracts.
-	owed atomic.Int64
+	// owed is, per frameKind, what the frames queued for this connection
+	// and not yet written to its socket cost (frame.charge), bounded by
+	// Config.MaxQueuedBytes and Config.MaxQueuedEventBytes. The pipeline
+	// adds, the writer subtracts once the bytes are in the socket.
+	owed [frameKinds]atomic.Int64
 
 	mu     sync.Mutex // guards the send queue below; a leaf lock
 	queue  []frame
@@ -64,8 +66,45 @@ type outMsg struct {
 	body       proto.Record
 	bare       bool // send body without a reply header
 	closeAfter bool // close the connection once this is written
+	kind       frameKind
 	received   time.Time
 }
+
+// frameKind tells watch events from everything else a connection is sent,
+// because the two are bounded separately: replies by Config.MaxQueuedBytes,
+// events by Config.MaxQueuedEventBytes.
+type frameKind uint8
+
+const (
+	replyFrame frameKind = iota // a reply, the connect response or a close marker
+	eventFrame                  // a watch notification
+	frameKinds
+)
+
+func (k frameKind) String() string {
+	if k == eventFrame {
+		return "watch event"
+	}
+	return "reply"
+}
+
+// boundName is the setting that bounds frames of kind k, for messages.
+func (k frameKind) boundName() string {
+	if k == eventFrame {
+		return "max-queued-event-bytes"
+	}
+	return "max-queued-bytes"
+}
+
+// frameOverhead is what a queued frame costs the server besides its bytes:
+// its entry in the connection's send queue and its delivery in a batch,
+// each in a slice that append may have grown to twice its length. Charging
+// it keeps the bounds on owed bytes bounds on memory for the smallest
+// events too, whose bookkeeping outweighs their bytes: with only their
+// bytes counted, 100-byte events held 1.6 times their bound in heap
+// (TestNonReadingRecursiveWatcherIsClosed); charged this worst case, they
+// hold about half of it.
+const frameOverhead = 2 * int64(unsafe.Sizeof(frame{})+unsafe.Sizeof(delivery{}))
 
 // frame is an outMsg encoded for the wire. Messages are encoded when they
 // are queued, so what a connection owes is counted in real bytes and the
@@ -73,15 +112,19 @@ type outMsg struct {
 type frame struct {
 	b          []byte // length-prefixed packet; nil for a bare close marker
 	closeAfter bool
+	kind       frameKind
 	received   time.Time
 }
+
+// charge is what f counts against its connection's bound while queued.
+func (f *frame) charge() int64 { return int64(len(f.b)) + frameOverhead }
 
 // encode turns m into a frame, using scratch (which it leaves holding
 // the encoding) to build it: the frame itself is one allocation of
 // exactly its size, where appending to a fresh slice would allocate and
 // copy again each time the reply outgrew it.
 func (m *outMsg) encode(scratch *proto.Encoder) frame {
-	f := frame{closeAfter: m.closeAfter, received: m.received}
+	f := frame{closeAfter: m.closeAfter, kind: m.kind, received: m.received}
 	if m.bare && m.body == nil {
 		f.closeAfter = true // a close marker, nothing to write
 		return f
@@ -135,6 +178,17 @@ func (c *conn) serve() {
 	wg.Wait()
 	c.s.unregister(c)
 	c.s.pipe.submitDetach(c)
+}
+
+// abort closes the connection with a reset, for a client that does not
+// read: what it has not read is dropped at once instead of staying in the
+// kernel's send buffer (up to net.ipv4.tcp_wmem's maximum, 4 MiB by
+// default) while the kernel probes the client's zero window for minutes.
+func (c *conn) abort() {
+	if tc, ok := c.nc.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.close()
 }
 
 // close shuts the connection; safe to call more than once, from any goroutine.
@@ -265,12 +319,13 @@ func (c *conn) decode(buf []byte, handshake bool) (*request, error) {
 	return req, nil
 }
 
-// owe reserves n bytes of the outbound bound for a frame about to be
-// queued. It fails, reserving nothing, when the connection would owe more
-// than Config.MaxQueuedBytes.
-func (c *conn) owe(n int) bool {
-	if c.owed.Add(int64(n)) > c.s.cfg.MaxQueuedBytes {
-		c.owed.Add(-int64(n))
+// owe reserves f's charge against the bound of its kind, for a frame
+// about to be queued. It fails, reserving nothing, when the connection
+// would then owe more than that bound.
+func (c *conn) owe(f *frame) bool {
+	owed, n := &c.owed[f.kind], f.charge()
+	if owed.Add(n) > c.s.cfg.queueBound(f.kind) {
+		owed.Add(-n)
 		return false
 	}
 	return true
@@ -305,15 +360,15 @@ func (c *conn) writeLoop() {
 		batch, c.queue = c.queue, batch[:0]
 		c.mu.Unlock()
 		closeAfter := false
-		written := 0
+		var written [frameKinds]int64
 		for i := range batch {
 			f := &batch[i]
+			written[f.kind] += f.charge()
 			if f.b != nil {
 				if _, err := w.Write(f.b); err != nil {
 					c.close()
 					return
 				}
-				written += len(f.b)
 				c.packetsOut.Add(1)
 				c.s.totals.packetsOut.Add(1)
 				if !f.received.IsZero() {
@@ -330,7 +385,9 @@ func (c *conn) writeLoop() {
 			c.close()
 			return
 		}
-		c.owed.Add(-int64(written))
+		for k, n := range written {
+			c.owed[k].Add(-n)
+		}
 		if closeAfter {
 			c.close()
 			return

@@ -35,9 +35,12 @@
 // Nothing a client sends or fails to read grows the server without limit:
 // a request is at most MaxRequestBytes (and so fits in one log record);
 // every reply and watch event is encoded when the pipeline queues it and
-// counts against its connection's MaxQueuedBytes, and a connection that
-// would owe more is closed; a connection that sends no connect request
-// within HandshakeTimeout is closed. Watch events go only to watchers that
+// counts, with the bookkeeping that holds it, against its connection's
+// MaxQueuedBytes (replies) or MaxQueuedEventBytes (events) until the
+// writer has put it in the socket, and a connection that would owe more
+// is reset and its session's watches dropped (the session lives on); a
+// connection that sends no connect request within HandshakeTimeout is
+// closed. Watch events go only to watchers that
 // may READ the node they are about, as in ZooKeeper since CVE-2024-23944.
 //
 // # Locks

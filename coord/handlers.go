@@ -358,23 +358,29 @@ func whoAmI(c *conn) []proto.ClientInfo {
 
 // setWatches re-registers a reconnecting client's watches. Whatever changed
 // since the last zxid the client saw fires at once, so no change is missed
-// while the client was away.
+// while the client was away. The events are queued after the watches are
+// registered: an event that cuts off a client that does not read (see
+// pipeline.cutOff) then drops every watch this request added.
 func (p *pipeline) setWatches(r *request, sess *session, rel int64, data, exist, child, persistent, recursive []string) {
-	c := r.conn
+	type event struct {
+		typ  proto.EventType
+		path string
+	}
+	var fire []event
 	for _, path := range data {
 		st, ok := p.tree.Stat(path)
 		switch {
 		case !ok:
-			p.notifyConn(c, proto.EventNodeDeleted, path)
+			fire = append(fire, event{proto.EventNodeDeleted, path})
 		case st.Mzxid > rel:
-			p.notifyConn(c, proto.EventNodeDataChanged, path)
+			fire = append(fire, event{proto.EventNodeDataChanged, path})
 		default:
 			p.watches.Add(sess.id, path, watch.Data)
 		}
 	}
 	for _, path := range exist {
 		if _, ok := p.tree.Stat(path); ok {
-			p.notifyConn(c, proto.EventNodeCreated, path)
+			fire = append(fire, event{proto.EventNodeCreated, path})
 		} else {
 			p.watches.Add(sess.id, path, watch.Data)
 		}
@@ -383,9 +389,9 @@ func (p *pipeline) setWatches(r *request, sess *session, rel int64, data, exist,
 		st, ok := p.tree.Stat(path)
 		switch {
 		case !ok:
-			p.notifyConn(c, proto.EventNodeDeleted, path)
+			fire = append(fire, event{proto.EventNodeDeleted, path})
 		case st.Pzxid > rel:
-			p.notifyConn(c, proto.EventNodeChildrenChanged, path)
+			fire = append(fire, event{proto.EventNodeChildrenChanged, path})
 		default:
 			p.watches.Add(sess.id, path, watch.Child)
 		}
@@ -395,6 +401,9 @@ func (p *pipeline) setWatches(r *request, sess *session, rel int64, data, exist,
 	}
 	for _, path := range recursive {
 		p.watches.Add(sess.id, path, watch.PersistentRecursive)
+	}
+	for _, e := range fire {
+		p.notifyConn(r.conn, e.typ, e.path)
 	}
 	p.reply(r, proto.ErrOK, nil) // echoes the xid (-8 from the Java client, any from others)
 }

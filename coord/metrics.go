@@ -47,7 +47,7 @@ func newMetrics(s *Server) *metrics {
 		badPackets: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "bad_packets_total",
 			Help: "Malformed or oversized packets (each closed its connection)."}),
 		slowClientsClosed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "slow_clients_closed_total",
-			Help: "Connections closed because their client did not read its replies and events (over 64 MiB owed)."}),
+			Help: "Connections closed because their client did not read: it was owed more than max-queued-bytes of replies or max-queued-event-bytes of watch events."}),
 		handshakeTimeouts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "handshake_timeouts_total",
 			Help: "Connections closed because they sent no connect request within handshake-timeout."}),
 		sessionsCreated: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "sessions_created_total",

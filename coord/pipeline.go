@@ -132,15 +132,20 @@ func (p *pipeline) query(fn func()) error {
 	}
 }
 
-// submitDetach tells the pipeline a connection is gone; its session lives
-// on until it times out or the client reattaches.
+// submitDetach tells the pipeline a connection is gone (see detach).
 func (p *pipeline) submitDetach(c *conn) {
-	p.submit(&request{fn: func() {
-		c.dead = true
-		if sess := c.sess.Load(); sess != nil && sess.conn == c {
-			sess.conn = nil
-		}
-	}})
+	p.submit(&request{fn: func() { p.detach(c) }})
+}
+
+// detach closes c and takes it from its session, if it is still the
+// session's connection (a reconnect may have replaced it). The session
+// lives on, with its watches, until it expires or its client reattaches.
+func (p *pipeline) detach(c *conn) {
+	c.dead = true
+	c.close()
+	if sess := c.sess.Load(); sess != nil && sess.conn == c {
+		sess.conn = nil
+	}
 }
 
 func (p *pipeline) run() {
@@ -217,8 +222,9 @@ func (p *pipeline) flush() {
 }
 
 // out queues a packet for c, to be sent once the current batch is durable.
-// A connection that would then owe its client more than Config.MaxQueuedBytes is
-// closed instead: its client is not reading.
+// A connection that would then owe its client more replies than
+// Config.MaxQueuedBytes, or more events than Config.MaxQueuedEventBytes,
+// is cut off instead (see cutOff): its client is not reading.
 func (p *pipeline) out(c *conn, m outMsg) {
 	select {
 	case <-c.done:
@@ -226,15 +232,34 @@ func (p *pipeline) out(c *conn, m outMsg) {
 	default:
 	}
 	f := m.encode(p.scratch)
-	if !c.owe(len(f.b)) {
-		p.s.log.Warn("client is not reading its replies and events; closing its connection",
-			"remote", c.remote, "owed_bytes", c.owed.Load(), "max_bytes", p.s.cfg.MaxQueuedBytes)
-		p.s.metrics.slowClientsClosed.Inc()
-		c.dead = true
-		c.close()
+	if !c.owe(&f) {
+		p.cutOff(c, f.kind)
 		return
 	}
 	p.cur.outs = append(p.cur.outs, delivery{conn: c, frame: f})
+}
+
+// cutOff closes the connection of a client that does not read, with a
+// reset (conn.abort), and detaches it: nothing more is queued for it, and
+// what was queued is freed once the writer lets go of it. The session's
+// watches are dropped, as ZooKeeper's removeCnxn drops a closed
+// connection's: the events they fired are lost, so the client has to
+// re-send them (setWatches, with the last zxid it saw) to learn what
+// changed, and until then they would only be evaluated on every write for
+// nobody. The session itself lives on until it expires or its client
+// reconnects, as in ZooKeeper.
+func (p *pipeline) cutOff(c *conn, k frameKind) {
+	var session string
+	if sess := c.sess.Load(); sess != nil && sess.conn == c {
+		session = fmt.Sprintf("%#x", sess.id)
+		p.watches.RemoveSession(sess.id)
+	}
+	p.s.log.Warn("client is not reading its replies and events; closing its connection and dropping its session's watches",
+		"remote", c.remote, "session", session, "queue", k.String(), "owed_bytes", c.owed[k].Load(),
+		"max_bytes", p.s.cfg.queueBound(k), "setting", k.boundName())
+	p.s.metrics.slowClientsClosed.Inc()
+	c.abort()
+	p.detach(c)
 }
 
 // reply queues a reply with the header ZooKeeper would send.
@@ -301,6 +326,7 @@ func (p *pipeline) notifyConn(c *conn, typ proto.EventType, path string) {
 	p.out(c, outMsg{
 		hdr:  proto.ReplyHeader{Xid: proto.XidNotification, Zxid: -1},
 		body: &proto.WatcherEvent{Type: typ, State: proto.StateSyncConnected, Path: path},
+		kind: eventFrame,
 	})
 	p.s.metrics.notifications.Inc()
 }
@@ -387,10 +413,7 @@ func (p *pipeline) connect(r *request) {
 		if sess != nil && sess.conn != nil && sess.conn != c {
 			// As ZooKeeper: a reconnect names the session, so its old
 			// connection is closed before the password is even checked.
-			old := sess.conn
-			old.dead = true
-			old.close()
-			sess.conn = nil
+			p.detach(sess.conn)
 		}
 		if sess == nil || !hmac.Equal(cr.Passwd, p.s.password(cr.SessionID)) {
 			// Timeout 0 tells the client its session is gone.

@@ -102,6 +102,30 @@ func heapInuse() uint64 {
 	return ms.HeapInuse
 }
 
+// liveHeap follows the heap in use, after a collection, at the steps of an
+// attack: points where the server has queued, or refused, everything the
+// attack caused so far. Garbage is left out, so the growth it reports is
+// what the server holds, and the largest value is the most it held, to
+// within one step.
+type liveHeap struct{ base, peak uint64 }
+
+func newLiveHeap() *liveHeap {
+	h := heapInuse()
+	return &liveHeap{base: h, peak: h}
+}
+
+func (h *liveHeap) measure() { h.peak = max(h.peak, heapInuse()) }
+
+// grewUnder fails the test if the heap in use grew by bound or more.
+func (h *liveHeap) grewUnder(t *testing.T, bound int64, what string) {
+	t.Helper()
+	growth := int64(h.peak) - int64(h.base)
+	t.Logf("heap in use %d MiB at the start, at most %d MiB until the connection was closed", h.base>>20, h.peak>>20)
+	if growth >= bound {
+		t.Errorf("the heap in use grew by %d MiB; want under %d MiB (%s)", growth>>20, bound>>20, what)
+	}
+}
+
 // attackHeapBound is how much the heap may grow while a client does not
 // read: the 64 MiB the server may owe it, the garbage of encoding it, and
 // room for a loaded machine's late collections. Without the bound the
@@ -164,12 +188,12 @@ func TestNonReadingClientIsClosed(t *testing.T) {
 // TestNonReadingRecursiveWatcherIsClosed: a persistent recursive watch on
 // the root whose client never reads, while 200,000 events are generated
 // (issue 9: 33 MB grew to 1.56 GB), is disconnected once it is owed
-// MaxQueuedBytes. The bound is lowered to 8 MiB so that 200,000 small
+// MaxQueuedEventBytes. The bound is lowered to 8 MiB so that 200,000 small
 // events (20 MB) exceed it without the test writing gigabytes to the log.
 func TestNonReadingRecursiveWatcherIsClosed(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.NoSync = true
-	cfg.MaxQueuedBytes = 8 << 20
+	cfg.MaxQueuedEventBytes = 8 << 20
 	cfg.MaxSessionTimeout = 10 * time.Minute // the watcher sends no pings
 	srv := startServer(t, cfg)
 	c := connect(t, srv.Addr(), 10*time.Second)
@@ -189,7 +213,9 @@ func TestNonReadingRecursiveWatcherIsClosed(t *testing.T) {
 	if h, _ := rc.call(proto.OpAddWatch, &proto.AddWatchRequest{Path: "/", Mode: proto.AddWatchPersistentRecursive}); h.Err != proto.ErrOK {
 		t.Fatalf("addWatch: %v", h.Err)
 	}
-	// From here on the watcher never reads.
+	// From here on the watcher never reads. Each multi returns after its
+	// events are queued or the watcher is cut off.
+	held := newLiveHeap()
 	const events, perMulti = 200000, 1000
 	for i := 0; i < events; i += perMulti {
 		ops := make([]any, 0, perMulti)
@@ -199,8 +225,15 @@ func TestNonReadingRecursiveWatcherIsClosed(t *testing.T) {
 		if _, err := c.Multi(ops...); err != nil {
 			t.Fatalf("multi %d: %v", i/perMulti, err)
 		}
+		if counterValue(srv.metrics.slowClientsClosed) == 0 {
+			held.measure()
+		}
 	}
 	attack.closedWithBoundedHeap(t)
+	// The events are ~100 bytes, so what the server holds per event besides
+	// its bytes (frameOverhead) is counted against the bound, or the heap
+	// grows by a multiple of it.
+	held.grewUnder(t, cfg.MaxQueuedEventBytes+2<<20, "max-queued-event-bytes + 2 MiB")
 	rc.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if _, err := io.Copy(io.Discard, rc.nc); err != nil && !errors.Is(err, net.ErrClosed) && !isReset(err) {
 		t.Fatalf("reading the closed watcher's connection: %v", err)
@@ -208,6 +241,94 @@ func TestNonReadingRecursiveWatcherIsClosed(t *testing.T) {
 }
 
 func isReset(err error) bool { return strings.Contains(err.Error(), "connection reset") }
+
+// TestNonReadingDataWatcherIsClosed: issue 22's probe. A client sets
+// 10,000 data watches, then stops reading while another session's setData
+// fires them all: 30 MB of events (3 KB paths). The server closes its
+// connection once it owes max-queued-event-bytes of events (the default,
+// 16 MiB), drops its session's watches and keeps the session, and the
+// heap the watcher costs it stays under that bound plus 32 MiB. Before
+// the events had a bound of their own they counted against the 64 MiB of
+// replies, which they never reached: the connection was kept, holding
+// them all.
+func TestNonReadingDataWatcherIsClosed(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.NoSync = true
+	cfg.MaxSessionTimeout = 10 * time.Minute // the watcher sends no pings
+	srv := startServer(t, cfg)
+	writer := connect(t, srv.Addr(), 10*time.Second)
+	const watches, perMulti = 10000, 200 // 200 setData of 3 KB paths fit one request
+	dir := "/" + strings.Repeat("w", 3000)
+	if _, err := writer.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	node := func(i int) string { return fmt.Sprintf("%s/n%05d", dir, i) }
+	eachMulti := func(op func(path string) any, between func()) {
+		t.Helper()
+		for i := 0; i < watches; i += perMulti {
+			ops := make([]any, 0, perMulti)
+			for j := i; j < i+perMulti; j++ {
+				ops = append(ops, op(node(j)))
+			}
+			if _, err := writer.Multi(ops...); err != nil {
+				t.Fatalf("multi at node %d: %v", i, err)
+			}
+			between()
+		}
+	}
+	eachMulti(func(path string) any { return &zk.CreateRequest{Path: path, Acl: zk.WorldACL(zk.PermAll)} }, func() {})
+
+	rc := dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 600000, Passwd: make([]byte, 16)})
+	for i := range watches {
+		if h, _ := rc.call(proto.OpGetData, &proto.GetDataRequest{Path: node(i), Watch: true}); h.Err != proto.ErrOK {
+			t.Fatalf("getData %d with a watch: %v", i, h.Err)
+		}
+	}
+	// A watch that no write fires: it is still registered when the
+	// connection is closed, unless the close drops it.
+	if h, _ := rc.call(proto.OpExists, &proto.ExistsRequest{Path: "/never-written", Watch: true}); h.Err != proto.ErrNoNode {
+		t.Fatalf("exists /never-written with a watch: %v", h.Err)
+	}
+	// The heap is followed from here, where the watches are set, to the
+	// close: what delivering their events costs. (The watches cost more
+	// than the bound: 30 MB of paths, which ZooKeeper would hold too.)
+	held := newLiveHeap()
+
+	// From here on the watcher never reads. Each multi returns after the
+	// server has queued its events or closed the watcher's connection, so
+	// the heap is measured at every step up to the close.
+	closed := func() bool { return counterValue(srv.metrics.slowClientsClosed) == 1 }
+	eachMulti(func(path string) any { return &zk.SetDataRequest{Path: path, Version: -1} }, func() {
+		if !closed() {
+			held.measure()
+		}
+	})
+	if !closed() {
+		t.Fatalf("after %d events the watcher's connection was not closed for not reading (%v closed)",
+			watches, counterValue(srv.metrics.slowClientsClosed))
+	}
+	rc.nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a liveness bound: the server has closed it
+	if _, err := io.Copy(io.Discard, rc.nc); err != nil && !isReset(err) {
+		t.Fatalf("draining the watcher's connection: %v; want it closed by the server", err)
+	}
+
+	held.grewUnder(t, cfg.MaxQueuedEventBytes+32<<20, "max-queued-event-bytes + 32 MiB")
+	var left []string
+	srv.pipe.query(func() { left = srv.pipe.watches.BySession()[rc.resp.SessionID] })
+	if len(left) != 0 {
+		t.Errorf("the closed connection's session still holds watches %q; want them dropped", left)
+	}
+	// The session itself lives on, as in ZooKeeper: its client may
+	// reconnect (and would re-send its watches).
+	again := dialRaw(t, srv.Addr(), proto.ConnectRequest{TimeOut: 600000, SessionID: rc.resp.SessionID, Passwd: rc.resp.Passwd})
+	if again.resp.SessionID != rc.resp.SessionID || again.resp.TimeOut <= 0 {
+		t.Fatalf("reconnecting to session %#x: got session %#x, timeout %d; want the session kept",
+			rc.resp.SessionID, again.resp.SessionID, again.resp.TimeOut)
+	}
+	if h, _ := again.call(proto.OpExists, &proto.ExistsRequest{Path: dir}); h.Err != proto.ErrOK {
+		t.Fatalf("exists on the reconnected session: %v", h.Err)
+	}
+}
 
 // TestIdlePreHandshakeSocketsAreClosed: sockets that never send a connect
 // request are closed after the handshake timeout (issue 9: 3,000 were held
@@ -273,6 +394,29 @@ func TestRequestLimitAboveLogRecordRefused(t *testing.T) {
 			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "max-request-bytes (jute.maxbuffer)") ||
 				!strings.Contains(err.Error(), fmt.Sprint(MaxRequestBytesLimit)) {
 				t.Fatalf("error %v; want ErrConfig naming max-request-bytes and its limit", err)
+			}
+		})
+	}
+}
+
+// TestQueueBoundsBelowLargestFrameRefused: a bound on queued replies or
+// events that the largest reply or event (max-request-bytes) would
+// overflow is refused at start, naming the setting.
+func TestQueueBoundsBelowLargestFrameRefused(t *testing.T) {
+	for name, set := range map[string]func(*Config, int64){
+		"max-queued-bytes":       func(cfg *Config, n int64) { cfg.MaxQueuedBytes = n },
+		"max-queued-event-bytes": func(cfg *Config, n int64) { cfg.MaxQueuedEventBytes = n },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			set(&cfg, int64(cfg.MaxRequestBytes))
+			srv, err := NewServer(cfg)
+			if err == nil {
+				srv.Close()
+				t.Fatalf("NewServer accepted %s = max-request-bytes", name)
+			}
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), name+" ") {
+				t.Fatalf("error %v; want ErrConfig naming %s", err, name)
 			}
 		})
 	}

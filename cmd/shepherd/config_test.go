@@ -56,6 +56,7 @@ func TestConfigFileOnEveryCommand(t *testing.T) {
 	}{
 		{"coord", "snap-count", "7", "7", "--snap-count=8", "8", "many"},
 		{"coord", "4lw", "[srvr, mntr]", "[srvr mntr]", "--4lw=ruok", "[ruok]", "{a: b}"},
+		{"coord", "max-queued-event-bytes", "2097152", "2097152", "--max-queued-event-bytes=4194304", "4194304", "lots"},
 		{"core", "scan-interval", "7s", "7s", "--scan-interval=8s", "8s", "soon"},
 		{"core", "task", "[a, b]", "[a b]", "--task=c", "[c]", "{a: b}"},
 		{"core", "zk", "zk1:2181/x", "zk1:2181/x", "--zk=zk2:2181", "zk2:2181", "[a, b]"},

@@ -34,7 +34,8 @@ the command line override the file.`,
 			&cli.IntFlag{Name: "snap-count", Value: def.SnapCount, Usage: "transactions between snapshots"},
 			&cli.IntFlag{Name: "max-client-conns", Value: def.MaxClientConns, Usage: "connections allowed per client IP (0: no limit)"},
 			&cli.IntFlag{Name: "max-request-bytes", Value: def.MaxRequestBytes, Usage: fmt.Sprintf("largest request packet (ZooKeeper's jute.maxbuffer; at most %d)", coord.MaxRequestBytesLimit)},
-			&cli.Int64Flag{Name: "max-queued-bytes", Value: def.MaxQueuedBytes, Usage: "replies and events one connection may owe a client that does not read; past it the connection is closed"},
+			&cli.Int64Flag{Name: "max-queued-bytes", Value: def.MaxQueuedBytes, Usage: "replies one connection may owe a client that does not read; past it the connection is closed"},
+			&cli.Int64Flag{Name: "max-queued-event-bytes", Value: def.MaxQueuedEventBytes, Usage: "watch events one connection may owe a client that does not read; past it the connection is closed and its session's watches dropped"},
 			&cli.DurationFlag{Name: "handshake-timeout", Value: def.HandshakeTimeout, Usage: "close connections that send no connect request within this time"},
 			&cli.StringFlag{Name: "admin-listen", Usage: "HTTP address for /metrics, /health and /commands/<4lw> (off if empty)"},
 			&cli.BoolFlag{Name: "admin-pprof", Usage: "also serve Go's /debug/pprof/ on --admin-listen (unauthenticated; for debugging only)"},
@@ -105,9 +106,13 @@ func coordConfig(c *cli.Context) (coord.Config, error) {
 	num("snap-count", &cfg.SnapCount)
 	num("max-client-conns", &cfg.MaxClientConns)
 	num("max-request-bytes", &cfg.MaxRequestBytes)
-	if c.IsSet("max-queued-bytes") {
-		cfg.MaxQueuedBytes = c.Int64("max-queued-bytes")
+	bytes := func(name string, dst *int64) {
+		if c.IsSet(name) {
+			*dst = c.Int64(name)
+		}
 	}
+	bytes("max-queued-bytes", &cfg.MaxQueuedBytes)
+	bytes("max-queued-event-bytes", &cfg.MaxQueuedEventBytes)
 	dur("handshake-timeout", &cfg.HandshakeTimeout)
 	str("admin-listen", &cfg.AdminListen)
 	if c.IsSet("admin-pprof") {
