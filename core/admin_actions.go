@@ -223,7 +223,8 @@ func (a *Admin) ResetPosition(ctx context.Context, name string, pos Position, e 
 			return false, fmt.Errorf("%s: %w", a.layout.LastCommit(name), err)
 		}
 		res.Before = lc.Position()
-		lc.File, lc.Pos, lc.GTID, lc.Failure = pos.File, pos.Pos, pos.GTID, nil
+		lc.setPosition(pos)
+		lc.Failure = nil
 		return true, nil
 	})
 	if err != nil {

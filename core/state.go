@@ -82,6 +82,9 @@ type LastCommit struct {
 	File    string `json:"file"`
 	Pos     uint32 `json:"pos"`
 	GTID    string `json:"gtid"`
+	// Server is the source server the position is of
+	// (replication.Position.Server); empty when unknown.
+	Server string `json:"server,omitempty"`
 	// Time is when the position was committed.
 	Time time.Time `json:"time"`
 	// Owner is the instance node name (host-seq) of the writer.
@@ -105,7 +108,12 @@ type Failure struct {
 
 // Position returns the checkpointed position.
 func (lc *LastCommit) Position() Position {
-	return Position{File: lc.File, Pos: lc.Pos, GTID: lc.GTID}
+	return Position{File: lc.File, Pos: lc.Pos, GTID: lc.GTID, Server: lc.Server}
+}
+
+// setPosition makes p the checkpointed position.
+func (lc *LastCommit) setPosition(p Position) {
+	lc.File, lc.Pos, lc.GTID, lc.Server = p.File, p.Pos, p.GTID, p.Server
 }
 
 // Marshal encodes the checkpoint as lastCommit data.

@@ -264,7 +264,7 @@ func (tm *term) flush(ctx context.Context) error {
 	lc := LastCommit{Time: tm.committedAt, Failure: tm.failure}
 	pos := tm.committed
 	tm.mu.Unlock()
-	lc.File, lc.Pos, lc.GTID = pos.File, pos.Pos, pos.GTID
+	lc.setPosition(pos)
 	last := tm.cw.last
 	if tm.cw.known && last.Position() == pos && last.Failure == lc.Failure && last.Epoch == tm.epoch {
 		return nil

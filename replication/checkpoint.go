@@ -58,7 +58,8 @@ func (s checkpointStore) create(ctx context.Context, db execer, schema string) e
 			epoch       BIGINT NOT NULL DEFAULT 0,
 			owner       VARCHAR(255) NOT NULL DEFAULT '',
 			ddl_pending VARCHAR(1024) NOT NULL DEFAULT '',
-			updated_at  DATETIME(6) NULL
+			updated_at  DATETIME(6) NULL,
+			source_server VARCHAR(255) NOT NULL DEFAULT ''
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 	}
 	for _, q := range stmts {
@@ -66,10 +67,40 @@ func (s checkpointStore) create(ctx context.Context, db execer, schema string) e
 			return fmt.Errorf("create checkpoint table %s: %w", s.table, err)
 		}
 	}
+	if err := s.addServerColumn(ctx, db, schema); err != nil {
+		return err
+	}
 	if _, err := db.ExecContext(ctx, "INSERT IGNORE INTO "+s.table+" (task, gtid) VALUES (?, '')", s.task); err != nil {
 		return fmt.Errorf("create checkpoint row of task %q in %s: %w", s.task, s.table, err)
 	}
 	return nil
+}
+
+// addServerColumn adds source_server to a table made before positions
+// recorded their server. MySQL has no ADD COLUMN IF NOT EXISTS, so the
+// catalogue is asked first; two Runs racing here both try, and the loser's
+// "duplicate column" is the same outcome.
+func (s checkpointStore) addServerColumn(ctx context.Context, db execer, schema string) error {
+	var n int
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = 'source_server'",
+		schema, CheckpointTable).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("check checkpoint table %s for source_server: %w", s.table, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	_, err = db.ExecContext(ctx, "ALTER TABLE "+s.table+" ADD COLUMN source_server VARCHAR(255) NOT NULL DEFAULT ''")
+	if err != nil && !isDuplicateColumn(err) {
+		return fmt.Errorf("add source_server to checkpoint table %s: %w", s.table, err)
+	}
+	return nil
+}
+
+// isDuplicateColumn reports MySQL's ER_DUP_FIELDNAME.
+func isDuplicateColumn(err error) bool {
+	code, _, ok := serverErrorCode(err)
+	return ok && code == 1060
 }
 
 // read returns the task's row; ok is false when there is none.
@@ -77,8 +108,8 @@ func (s checkpointStore) read(ctx context.Context, db execer) (checkpointRow, bo
 	var row checkpointRow
 	var at sql.NullTime
 	var pos uint64
-	err := db.QueryRowContext(ctx, "SELECT binlog_file, binlog_pos, gtid, epoch, owner, ddl_pending, updated_at FROM "+s.table+" WHERE task = ?", s.task).
-		Scan(&row.Position.File, &pos, &row.Position.GTID, &row.Epoch, &row.Owner, &row.ddlPending, &at)
+	err := db.QueryRowContext(ctx, "SELECT binlog_file, binlog_pos, gtid, source_server, epoch, owner, ddl_pending, updated_at FROM "+s.table+" WHERE task = ?", s.task).
+		Scan(&row.Position.File, &pos, &row.Position.GTID, &row.Position.Server, &row.Epoch, &row.Owner, &row.ddlPending, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row, false, nil
 	}
@@ -119,8 +150,8 @@ func (s checkpointStore) resetEpoch(ctx context.Context, db execer) error {
 // ddlPending unless pending is given.
 func (s checkpointStore) commit(ctx context.Context, tx execer, pos Position, epoch int64, owner, pending string) error {
 	res, err := tx.ExecContext(ctx, "UPDATE "+s.table+
-		" SET binlog_file = ?, binlog_pos = ?, gtid = ?, epoch = ?, owner = ?, ddl_pending = ?, updated_at = UTC_TIMESTAMP(6) WHERE task = ? AND epoch <= ?",
-		pos.File, uint64(pos.Pos), pos.GTID, epoch, owner, pending, s.task, epoch)
+		" SET binlog_file = ?, binlog_pos = ?, gtid = ?, source_server = ?, epoch = ?, owner = ?, ddl_pending = ?, updated_at = UTC_TIMESTAMP(6) WHERE task = ? AND epoch <= ?",
+		pos.File, uint64(pos.Pos), pos.GTID, pos.Server, epoch, owner, pending, s.task, epoch)
 	if err != nil {
 		return fmt.Errorf("write checkpoint %s of task %q: %w", pos, s.task, err)
 	}
@@ -164,7 +195,10 @@ func appendPosition(b []byte, p Position, sep string) []byte {
 	b = strconv.AppendUint(b, uint64(p.Pos), 10)
 	b = append(b, sep...)
 	b = append(b, "gtid = "...)
-	return appendQuoted(b, p.GTID)
+	b = appendQuoted(b, p.GTID)
+	b = append(b, sep...)
+	b = append(b, "source_server = "...)
+	return appendQuoted(b, p.Server)
 }
 
 // markDDL records pending as the DDL about to run, fenced like commit.

@@ -29,6 +29,12 @@ var (
 	// statement the target refuses, a missing table, denied access, a
 	// purged binary log. Run returns it instead of retrying.
 	ErrNonRetryable = errors.New("replication: non-retryable error")
+	// ErrOtherSource reports a checkpoint written from another source
+	// server than the one now behind the source address, which cannot be
+	// resumed there: it has no GTID state, or the new server's GTID state
+	// does not contain it. The message names both servers and GTID states.
+	// It wraps ErrNonRetryable.
+	ErrOtherSource = fmt.Errorf("replication: the checkpoint is of another source server (%w)", ErrNonRetryable)
 	// ErrBusy reports a second concurrent Run on one Replicator.
 	ErrBusy = errors.New("replication: Run is already running")
 	// ErrClosed reports a Run on, or interrupted by, a closed Replicator.

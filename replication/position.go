@@ -17,17 +17,30 @@ import (
 // until the first event arrives, and on MySQL a file:pos start has no
 // GTID set.
 //
+// Server is the identity of the source server whose binlog File and Pos
+// point into (see sourceIdentity); empty when unknown — a position typed
+// by a user, or a checkpoint written before identities were recorded. A
+// file position means nothing on another server, even one whose binlog
+// files have the same names.
+//
 // This is Shepherd's one position type: core, the monitor, ctl and the
 // console use it, and order positions only with ComparePositions and
 // CompareFilePositions.
 type Position struct {
-	File string `json:"file"`
-	Pos  uint32 `json:"pos"`
-	GTID string `json:"gtid,omitempty"`
+	File   string `json:"file"`
+	Pos    uint32 `json:"pos"`
+	GTID   string `json:"gtid,omitempty"`
+	Server string `json:"server,omitempty"`
 }
 
 // IsZero reports whether p names no position at all.
 func (p Position) IsZero() bool { return p.File == "" && p.Pos == 0 && p.GTID == "" }
+
+// sameServer reports whether p and q can be of one server's binlog: both
+// identities known and equal, or either unknown.
+func (p Position) sameServer(q Position) bool {
+	return p.Server == "" || q.Server == "" || p.Server == q.Server
+}
 
 // String renders p as file:pos, with the GTID state when known.
 func (p Position) String() string {
@@ -60,9 +73,13 @@ func BinlogFile(name string) (base string, seq uint64, ok bool) {
 
 // CompareFilePositions orders the file positions of a and b: -1 if a is
 // earlier, 0 if the same, 1 if later. ok is false when they cannot be
-// ordered: a file missing or without a sequence number, or different base
-// names — another server, whose offsets mean nothing here.
+// ordered: a file missing or without a sequence number, different base
+// names or different server identities — another server, whose offsets
+// mean nothing here.
 func CompareFilePositions(a, b Position) (cmp int, ok bool) {
+	if !a.sameServer(b) {
+		return 0, false
+	}
 	ab, an, aok := BinlogFile(a.File)
 	bb, bn, bok := BinlogFile(b.File)
 	if !aok || !bok || ab != bb {

@@ -58,9 +58,11 @@ type reader struct {
 	maxRows int
 	out     chan<- segment
 
-	file string          // current binlog file
-	pos  Position        // end of the last complete transaction
-	gset gomysql.GTIDSet // GTID state at pos; nil when unknown
+	server sourceID        // the server read from; pos is of its binlog
+	file   string          // current binlog file
+	pos    Position        // end of the last complete transaction
+	gset   gomysql.GTIDSet // GTID state at pos; nil when unknown
+	dumped bool            // the dump's first event was seen
 
 	txn      *segment // open transaction, nil between transactions
 	explicit bool     // the open transaction began with BEGIN (or a non-standalone GTID): DDL inside it does not end it
@@ -71,8 +73,15 @@ type reader struct {
 	producedAt  atomic.Int64 // unix nanos of the last transaction sent
 }
 
-func newReader(log *slog.Logger, flavor string, f *filter, maxRows int, start Position, out chan<- segment) (*reader, error) {
-	rd := &reader{log: log, flavor: flavor, filter: f, maxRows: maxRows, out: out, file: start.File, pos: start}
+func newReader(log *slog.Logger, flavor string, f *filter, maxRows int, start Position, server sourceID, out chan<- segment) (*reader, error) {
+	rd := &reader{log: log, flavor: flavor, filter: f, maxRows: maxRows, out: out, server: server, file: start.File, pos: start}
+	rd.pos.Server = server.Name
+	if start.GTID == "" && flavor == FlavorMariaDB {
+		// MariaDB always knows a file position's GTID state (the start was
+		// resolved with BINLOG_GTID_POS): empty means no GTID before it, and
+		// the state starts empty, so that the first GTID is recorded.
+		rd.gset, _ = gomysql.ParseMariadbGTIDSet("") // an empty set parses
+	}
 	if start.GTID != "" {
 		g, err := gomysql.ParseGTIDSet(flavor, start.GTID)
 		if err != nil {
@@ -103,6 +112,9 @@ func (rd *reader) handle(ctx context.Context, ev *replication.BinlogEvent) error
 	h := ev.Header
 	switch e := ev.Event.(type) {
 	case *replication.RotateEvent:
+		if err := rd.checkDumpServer(h); err != nil {
+			return err
+		}
 		rd.file = string(e.NextLogName)
 		if rd.pos.File == "" {
 			// Started from a GTID state alone: the first rotate says where.
@@ -255,7 +267,7 @@ func (rd *reader) finish(ctx context.Context, h *replication.EventHeader, seg se
 			return nonRetryable(fmt.Errorf("GTID %s at %s:%d: %w", rd.txnGTID, rd.file, h.LogPos, err))
 		}
 	}
-	rd.pos = Position{File: rd.file, Pos: h.LogPos}
+	rd.pos = Position{File: rd.file, Pos: h.LogPos, Server: rd.server.Name}
 	if rd.gset != nil {
 		rd.pos.GTID = rd.gset.String()
 	}
@@ -263,6 +275,23 @@ func (rd *reader) finish(ctx context.Context, h *replication.EventHeader, seg se
 	rd.txn = nil
 	rd.producedAt.Store(time.Now().UnixNano())
 	return rd.send(ctx, seg)
+}
+
+// checkDumpServer checks that the server serving the binlog is the one
+// whose identity the position was placed with (Replicator.placeOn): the
+// first event of a dump is a rotate the server makes up (no timestamp),
+// and its header carries that server's server_id. The address may have
+// moved to another server between the identity query and the dump's
+// connection; the retry asks again.
+func (rd *reader) checkDumpServer(h *replication.EventHeader) error {
+	if rd.dumped || h.Timestamp != 0 {
+		return nil
+	}
+	rd.dumped = true
+	if h.ServerID != rd.server.ServerID {
+		return fmt.Errorf("the source binlog is served by server_id %d, not %s, which was asked a moment before: the address moved to another server", h.ServerID, rd.server.Name)
+	}
+	return nil
 }
 
 func (rd *reader) send(ctx context.Context, seg segment) error {

@@ -94,7 +94,8 @@ func (r *Replicator) Flavor() string { return r.flavor }
 // "current" (the end of its binary log now), "earliest" (the start of the
 // oldest binlog file it keeps), "file:pos" (e.g. "mysql-bin.000003:4"), or
 // a GTID set in the source's flavor ("0-1-100" on MariaDB). On MariaDB the
-// GTID state of file positions is filled in. Errors are classified as
+// GTID state of file positions is filled in, and their server
+// (Position.Server). Errors are classified as
 // Open's and Run's are: a missing privilege (the account needs BINLOG
 // MONITOR, or REPLICATION CLIENT on MySQL, for "current" and "earliest")
 // wraps ErrNonRetryable and names the grant.
@@ -102,6 +103,13 @@ func (r *Replicator) ResolveStart(ctx context.Context, spec string) (Position, e
 	p, err := resolveStart(ctx, r.source, r.cfg.Source, r.flavor, spec)
 	if err != nil {
 		return Position{}, fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
+	}
+	if p.File != "" { // a file position is of the server that answered
+		id, err := sourceIdentity(ctx, r.source, r.cfg.Source, r.flavor)
+		if err != nil {
+			return Position{}, fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
+		}
+		p.Server = id.Name
 	}
 	return p, nil
 }

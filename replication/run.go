@@ -137,10 +137,17 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 	if err != nil {
 		return err
 	}
+	id, err := sourceIdentity(ctx, r.source, r.cfg.Source, r.flavor)
+	if err != nil {
+		return err
+	}
+	if start, err = r.placeOn(ctx, start, id); err != nil {
+		return err
+	}
 	if st.committed.IsZero() {
 		st.committed = start
 	}
-	src, err := r.startReading(ctx, start)
+	src, err := r.startReading(ctx, start, id)
 	if err != nil {
 		return err
 	}
@@ -186,6 +193,40 @@ func (r *Replicator) claim(ctx context.Context, conn *sql.Conn, from Position, e
 	return start, row, nil
 }
 
+// placeOn returns where to read start on the server id now behind the
+// source address, which a VIP or DNS name may have moved to another
+// server since start was committed — one whose binlog can even have the
+// same file names. A file position is resumed only on the server that
+// wrote it; on another one only the GTID state carries over, and only
+// when that server's binlog holds every transaction it names, so that
+// nothing is applied twice or skipped. Anything else is refused
+// (ErrOtherSource): replaying from a wrong offset would be silent.
+//
+// A position of unknown server (a checkpoint from before servers were
+// recorded, or a file:pos a user gave) is taken to be of this one.
+func (r *Replicator) placeOn(ctx context.Context, start Position, id sourceID) (Position, error) {
+	if start.Server == "" || start.Server == id.Name {
+		start.Server = id.Name
+		return start, nil
+	}
+	fix := fmt.Sprintf("point the task back at %s, or make the target equal to %s at a position of its own and restart the task from there (delete its row in %s, then set its start)",
+		start.Server, id.Name, r.ckpt.table)
+	if start.GTID == "" {
+		return Position{}, fmt.Errorf("%w: %s at %s: the target's checkpoint %s was read from server %s and has no GTID state, so it cannot be resumed on %s: %s",
+			ErrOtherSource, id.Name, r.cfg.Source, start, start.Server, id.Name, fix)
+	}
+	have, err := gtidState(ctx, r.source, r.flavor)
+	if err != nil {
+		return Position{}, connectError("source", r.cfg.Source, err)
+	}
+	if c, ok := ComparePositions(r.flavor, Position{GTID: have}, Position{GTID: start.GTID}); !ok || c < 0 {
+		return Position{}, fmt.Errorf("%w: %s at %s has GTID state %q, which does not contain %q, the checkpoint read from server %s: resuming would skip or repeat transactions; %s",
+			ErrOtherSource, id.Name, r.cfg.Source, have, start.GTID, start.Server, fix)
+	}
+	r.log.Warn("source server changed: resuming by GTID", "from_server", start.Server, "to_server", id.Name, "gtid", start.GTID)
+	return Position{GTID: start.GTID, Server: id.Name}, nil
+}
+
 // sourceFeed is the source's binlog from a start position, decoded into
 // segments by a reader goroutine that stop ends and waits for.
 type sourceFeed struct {
@@ -195,10 +236,11 @@ type sourceFeed struct {
 	stop     func()
 }
 
-// startReading opens the source's binlog at start and starts the reader.
-func (r *Replicator) startReading(ctx context.Context, start Position) (*sourceFeed, error) {
+// startReading opens the source's binlog at start, a position of server
+// id, and starts the reader.
+func (r *Replicator) startReading(ctx context.Context, start Position, id sourceID) (*sourceFeed, error) {
 	segments := make(chan segment, segmentQueue)
-	rd, err := newReader(r.log, r.flavor, r.filter, r.cfg.MaxTxnRows, start, segments)
+	rd, err := newReader(r.log, r.flavor, r.filter, r.cfg.MaxTxnRows, start, id, segments)
 	if err != nil {
 		return nil, err
 	}

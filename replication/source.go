@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -174,6 +175,47 @@ func resolveStart(ctx context.Context, db *sql.DB, e Endpoint, flavor, spec stri
 		return Position{}, fmt.Errorf("%w: start %q is not current, earliest, file:pos or a %s GTID set: %v", ErrConfig, spec, flavor, err)
 	}
 	return Position{GTID: g.String()}, nil
+}
+
+// A sourceID is who the source server is: Name, recorded with every
+// position, is "mysql:" and its server_uuid, or "mariadb:" and its
+// server_id (MariaDB has no uuid, and a replication topology needs
+// distinct ids); ServerID is what the binlog dump's first event carries.
+type sourceID struct {
+	Name     string
+	ServerID uint32
+}
+
+// sourceIdentity asks the source who it is, one statement per flavor.
+func sourceIdentity(ctx context.Context, db *sql.DB, e Endpoint, flavor string) (sourceID, error) {
+	var id sourceID
+	if flavor == FlavorMySQL {
+		var u string
+		if err := db.QueryRowContext(ctx, "SELECT @@server_id, @@server_uuid").Scan(&id.ServerID, &u); err != nil {
+			return id, connectError("source", e, err)
+		}
+		id.Name = "mysql:" + u
+		return id, nil
+	}
+	if err := db.QueryRowContext(ctx, "SELECT @@server_id").Scan(&id.ServerID); err != nil {
+		return id, connectError("source", e, err)
+	}
+	id.Name = "mariadb:" + strconv.FormatUint(uint64(id.ServerID), 10)
+	return id, nil
+}
+
+// gtidState is the GTID state of the source's whole binlog: every
+// transaction it can serve or has applied.
+func gtidState(ctx context.Context, db *sql.DB, flavor string) (string, error) {
+	q := "SELECT @@gtid_binlog_pos"
+	if flavor == FlavorMySQL {
+		q = "SELECT @@gtid_executed"
+	}
+	var g string
+	if err := db.QueryRowContext(ctx, q).Scan(&g); err != nil {
+		return "", fmt.Errorf("read the source's GTID state (%s): %w", q, err)
+	}
+	return strings.ReplaceAll(g, "\n", ""), nil
 }
 
 // needsBinlogMonitor wraps the failure of what, a statement that needs

@@ -264,6 +264,10 @@ func TestPositions(t *testing.T) {
 		{p("mysql-bin.1000000", 4, ""), p("mysql-bin.999999", 900, ""), 1, true, FlavorMariaDB},
 		{p("mysql-bin", 4, ""), p("mysql-bin.000001", 4, ""), 0, false, FlavorMariaDB},
 		{p("", 0, ""), p("mysql-bin.000001", 4, ""), 0, false, FlavorMariaDB},
+		// Same file names on two servers: only GTID states order them.
+		{Position{File: "mysql-bin.000001", Pos: 900, Server: "mariadb:1"}, Position{File: "mysql-bin.000001", Pos: 4, Server: "mariadb:2"}, 0, false, FlavorMariaDB},
+		{Position{File: "mysql-bin.000001", Pos: 900, GTID: "0-1-5", Server: "mariadb:1"}, Position{File: "mysql-bin.000001", Pos: 4, GTID: "0-1-7", Server: "mariadb:2"}, -1, true, FlavorMariaDB},
+		{Position{File: "mysql-bin.000001", Pos: 900, Server: "mariadb:1"}, Position{File: "mysql-bin.000001", Pos: 4}, 1, true, FlavorMariaDB},
 		{p("a.000001", 4, "0-1-5"), p("b.000001", 4, "0-1-7"), -1, true, FlavorMariaDB},
 		{p("", 0, "0-1-5,1-2-3"), p("", 0, "0-1-5,1-2-3"), 0, true, FlavorMariaDB},
 		{p("", 0, "0-1-5,1-2-3"), p("", 0, "0-1-5"), 1, true, FlavorMariaDB},

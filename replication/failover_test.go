@@ -1,0 +1,225 @@
+package replication
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/testpeer"
+)
+
+// vip is a TCP address that can be moved from one server to another, as
+// operations move a virtual IP or a DNS name to a promoted replica: a
+// move closes the connections open through it, and new ones reach the
+// new server.
+type vip struct {
+	ln net.Listener
+	wg sync.WaitGroup
+
+	mu     sync.Mutex
+	target string
+	conns  map[net.Conn]struct{}
+}
+
+func newVIP(t testing.TB, target string) *vip {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("vip listen: %v", err)
+	}
+	v := &vip{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	v.wg.Add(1)
+	go v.accept()
+	t.Cleanup(func() {
+		ln.Close()
+		v.closeConns()
+		v.wg.Wait()
+	})
+	return v
+}
+
+func (v *vip) port() int { return v.ln.Addr().(*net.TCPAddr).Port }
+
+func (v *vip) accept() {
+	defer v.wg.Done()
+	for {
+		c, err := v.ln.Accept()
+		if err != nil {
+			return
+		}
+		v.mu.Lock()
+		target := v.target
+		v.mu.Unlock()
+		up, err := net.Dial("tcp", target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		v.mu.Lock()
+		v.conns[c], v.conns[up] = struct{}{}, struct{}{}
+		v.mu.Unlock()
+		v.wg.Add(2)
+		go v.pump(up, c)
+		go v.pump(c, up)
+	}
+}
+
+func (v *vip) pump(dst, src net.Conn) {
+	defer v.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+// move points the address at target and drops the connections to the
+// old server, as its demotion or death would.
+func (v *vip) move(target string) {
+	v.mu.Lock()
+	v.target = target
+	v.mu.Unlock()
+	v.closeConns()
+}
+
+func (v *vip) closeConns() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for c := range v.conns {
+		c.Close()
+	}
+	clear(v.conns)
+}
+
+// gtidPos reads a MariaDB GTID variable.
+func gtidPos(t testing.TB, db *sql.DB, variable string) string {
+	t.Helper()
+	var g string
+	if err := db.QueryRow("SELECT @@" + variable).Scan(&g); err != nil {
+		t.Fatalf("read %s: %v", variable, err)
+	}
+	return g
+}
+
+// keylessLoad commits n transactions on db, each inserting one row into
+// a table without a key (a replay duplicates rows there, silently) and
+// bumping a counter.
+func keylessLoad(t testing.TB, conn *sql.DB, db string, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		tx, err := conn.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{
+			fmt.Sprintf("INSERT INTO %s.events VALUES (%d, 'event %d')", db, i, i),
+			fmt.Sprintf("UPDATE %s.counter SET n = n + 1 WHERE id = 1", db),
+		} {
+			if _, err := tx.Exec(q); err != nil {
+				tx.Rollback()
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSourceMovedBehindItsAddress moves a task's source address from a
+// primary to its promoted GTID replica, whose binlog has the same file
+// names: the task must resume there by GTID, so that the target ends
+// equal to the new primary, with no keyless row applied twice. Then the
+// address moves back to the old primary, which lacks the new primary's
+// transactions: the task must be refused with both servers and GTID
+// states named, never resumed at a file offset of another server.
+func TestSourceMovedBehindItsAddress(t *testing.T) {
+	_, target := servers(t)
+	args := append([]string{"--log-slave-updates"}, sourceArgs...)
+	primary := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{GTIDStrictMode: true, ExtraArgs: args})
+	replica := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{GTIDStrictMode: true, ExtraArgs: args})
+	const db = "rt_moved"
+	dropDBs(t, []*testpeer.MariaDB{target}, db)
+	// A write of the replica's own, in a GTID domain of its own, as
+	// replicas have: its binlog's offsets are no longer the primary's.
+	ctx := coordtest.Context(t, 2*time.Minute)
+	own, err := replica.DB(t).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SET SESSION gtid_domain_id = 9", "CREATE DATABASE rt_replica_own",
+		"CREATE TABLE rt_replica_own.t (id INT PRIMARY KEY)", "INSERT INTO rt_replica_own.t VALUES (1), (2), (3)"} {
+		if _, err := own.ExecContext(ctx, q); err != nil {
+			t.Fatalf("replica: %s: %v", q, err)
+		}
+	}
+	own.Close()
+	replica.Exec(t, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %d, MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_USE_GTID = slave_pos", primary.Port()),
+		"START SLAVE")
+
+	addr := newVIP(t, primary.Addr())
+	cfg := newConfig(t, primary, target, db)
+	cfg.Source.Port = addr.port()
+	r := openReplicator(t, cfg)
+	from := currentPosition(t, r)
+	primary.Exec(t, "CREATE DATABASE "+db,
+		"CREATE TABLE "+db+".events (n INT NOT NULL, note VARCHAR(40) NOT NULL)",
+		"CREATE TABLE "+db+".counter (id INT PRIMARY KEY, n INT NOT NULL)",
+		"INSERT INTO "+db+".counter VALUES (1, 0)")
+
+	rn := startRun(t, r, from, 1, "first")
+	keylessLoad(t, primary.DB(t), db, 0, 40)
+	waitCaughtUp(t, r, primary, rn)
+	if err := rn.stop(); err != nil {
+		t.Fatal(err)
+	}
+	last := rn.progress().Position
+	if last.Server != "mariadb:"+strconv.FormatUint(uint64(primary.ServerID()), 10) {
+		t.Fatalf("checkpoint %+v does not name the primary (server_id %d)", last, primary.ServerID())
+	}
+
+	// Promote the replica once it has everything, and move the address.
+	want := gtidPos(t, primary.DB(t), "gtid_binlog_pos")
+	coordtest.WaitFor(t, 60*time.Second, "the replica to apply "+want, func() error {
+		if got := gtidPos(t, replica.DB(t), "gtid_slave_pos"); got != want {
+			return fmt.Errorf("replica at %s", got)
+		}
+		return nil
+	})
+	replica.Exec(t, "STOP SLAVE", "RESET SLAVE ALL")
+	addr.move(replica.Addr())
+	keylessLoad(t, replica.DB(t), db, 40, 25)
+
+	rn = startRun(t, r, last, 2, "second")
+	waitCaughtUp(t, r, replica, rn)
+	assertSameData(t, replica, target, db, db)
+	if err := rn.stop(); err != nil {
+		t.Fatal(err)
+	}
+	last = rn.progress().Position
+
+	// The old primary never saw the replica's 25 transactions.
+	addr.move(primary.Addr())
+	rn = startRun(t, r, last, 3, "third")
+	select {
+	case err := <-rn.done:
+		rn.done <- err
+		if !errors.Is(err, ErrOtherSource) {
+			t.Fatalf("Run on the old primary: %v, want ErrOtherSource", err)
+		}
+		for _, part := range []string{last.Server, "mariadb:" + strconv.FormatUint(uint64(primary.ServerID()), 10), last.GTID} {
+			if !strings.Contains(err.Error(), part) {
+				t.Errorf("refusal %q does not name %q", err, part)
+			}
+		}
+	case <-ctx.Done():
+		t.Fatalf("Run on the old primary did not stop; progress %+v", rn.progress())
+	}
+	assertSameData(t, replica, target, db, db)
+}
