@@ -97,6 +97,16 @@ func (v *vip) closeConns() {
 	clear(v.conns)
 }
 
+// targetPosition is the position of the target's checkpoint.
+func targetPosition(t testing.TB, r *Replicator) Position {
+	t.Helper()
+	cp, ok, err := r.TargetCheckpoint(t.Context())
+	if err != nil || !ok {
+		t.Fatalf("target checkpoint: %v (ok %v)", err, ok)
+	}
+	return cp.Position
+}
+
 // gtidPos reads a MariaDB GTID variable.
 func gtidPos(t testing.TB, db *sql.DB, variable string) string {
 	t.Helper()
@@ -179,7 +189,7 @@ func TestSourceMovedBehindItsAddress(t *testing.T) {
 	if err := rn.stop(); err != nil {
 		t.Fatal(err)
 	}
-	last := rn.progress().Position
+	last := targetPosition(t, r)
 	if last.Server != "mariadb:"+strconv.FormatUint(uint64(primary.ServerID()), 10) {
 		t.Fatalf("checkpoint %+v does not name the primary (server_id %d)", last, primary.ServerID())
 	}
@@ -202,7 +212,7 @@ func TestSourceMovedBehindItsAddress(t *testing.T) {
 	if err := rn.stop(); err != nil {
 		t.Fatal(err)
 	}
-	last = rn.progress().Position
+	last = targetPosition(t, r)
 
 	// The old primary never saw the replica's 25 transactions.
 	addr.move(primary.Addr())
@@ -222,4 +232,34 @@ func TestSourceMovedBehindItsAddress(t *testing.T) {
 		t.Fatalf("Run on the old primary did not stop; progress %+v", rn.progress())
 	}
 	assertSameData(t, replica, target, db, db)
+}
+
+// TestFirstGTIDIsRecorded starts a task at "current" on a source that has
+// no GTID yet: once the source has one, the checkpoint carries it (it
+// used to keep an empty GTID state for good, leaving nothing to resume
+// by on another server).
+func TestFirstGTIDIsRecorded(t *testing.T) {
+	_, target := servers(t)
+	fresh := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{ExtraArgs: sourceArgs})
+	if g := gtidPos(t, fresh.DB(t), "gtid_binlog_pos"); g != "" {
+		t.Fatalf("a fresh server already has GTID state %q", g)
+	}
+	const db = "rt_first_gtid"
+	dropDBs(t, []*testpeer.MariaDB{target}, db)
+	r := openReplicator(t, newConfig(t, fresh, target, db))
+	from := currentPosition(t, r)
+	if from.GTID != "" {
+		t.Fatalf("start %s has a GTID state on a server with none", from)
+	}
+	rn := startRun(t, r, from, 1, "test")
+	fresh.Exec(t, "CREATE DATABASE "+db, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)", "INSERT INTO "+db+".t VALUES (1), (2)")
+	waitCaughtUp(t, r, fresh, rn) // by GTID: it needs the checkpoint to have one
+	cp, _, err := r.TargetCheckpoint(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := gtidPos(t, fresh.DB(t), "gtid_binlog_pos"); cp.Position.GTID != want {
+		t.Errorf("checkpoint GTID state %q, want the source's %q", cp.Position.GTID, want)
+	}
+	assertSameData(t, fresh, target, db, db)
 }
