@@ -39,6 +39,11 @@ type Config struct {
 	LoginWindow   time.Duration
 	// AuditKeep is how many audit entries are kept; 0 is 10000.
 	AuditKeep int
+	// AuditMaxAge is how long an audit entry is kept; 0 is 90 days.
+	AuditMaxAge time.Duration
+	// AuditPerActor is how many of the kept entries one actor may hold;
+	// 0 is AuditKeep/10.
+	AuditPerActor int
 	// TrustedProxyHeader, with TrustedProxies, is the header (e.g.
 	// X-Forwarded-User) through which an authenticating proxy in front
 	// names the user. It is believed only from a peer address in
@@ -141,7 +146,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		metrics: newMetrics(deps.Registerer),
 		streams: slots{max: maxStreams},
 	}
-	s.audit = audit.New(deps.Session, auth.Root+"/audit", cfg.AuditKeep, s.log)
+	s.audit = audit.New(deps.Session, auth.Root+"/audit", audit.Options{Keep: cfg.AuditKeep, MaxAge: cfg.AuditMaxAge, PerActor: cfg.AuditPerActor, Now: deps.Now, Logger: s.log})
 	var err error
 	if s.pages, err = newPages(&s.lags); err != nil {
 		return nil, err
