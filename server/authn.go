@@ -188,15 +188,15 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.loginFailed(w, r, form, err)
 		return
 	}
-	key, err := s.users.SessionKey(r.Context())
+	exp := s.deps.Now().Add(s.cfg.SessionTTL)
+	value, err := s.users.CreateSession(r.Context(), u, exp)
 	if err != nil {
-		s.log.Error("login: the session key is unusable", "err", err)
+		s.log.Error("login: the session could not be recorded", "user", u.Name, "err", err)
 		s.loginFailed(w, r, form, err)
 		return
 	}
-	exp := s.deps.Now().Add(s.cfg.SessionTTL)
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: auth.SignSession(key, u, exp), Path: "/", Expires: exp,
+		Name: cookieName, Value: value, Path: "/", Expires: exp,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.cfg.TLSCert != "" || s.cfg.SecureCookies || r.TLS != nil,
 	})
 	s.log.Info("login", "user", u.Name, "role", u.Role, "remote", clientAddr(r))
@@ -217,8 +217,22 @@ func (s *Server) loginFailed(w http.ResponseWriter, r *http.Request, form bool, 
 	s.pages.render(w, r, "login", pageData{Title: "Log in", Error: ae.Message, Next: safeNext(r.URL.Query().Get("next"))})
 }
 
+// logout ends the session of the request's cookie on every console
+// (its node is deleted) and clears the cookie. If the session could not
+// be ended, the answer says so: the cookie would still work elsewhere.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	if c, err := r.Cookie(cookieName); err == nil {
+		u, err := s.users.EndSession(r.Context(), c.Value)
+		switch {
+		case err == nil:
+			s.log.Info("logout", "user", u.Name, "remote", clientAddr(r))
+		case !errors.Is(err, auth.ErrBadLogin): // a cookie already dead needs no ending
+			s.log.Error("logout: the session could not be ended", "remote", clientAddr(r), "err", err)
+			writeError(w, r, errorf(http.StatusServiceUnavailable, "unavailable", "the session could not be ended ("+err.Error()+"): it still works until it expires; log out again"))
+			return
+		}
+	}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		w.WriteHeader(http.StatusNoContent)
 		return

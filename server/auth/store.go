@@ -115,6 +115,9 @@ type Options struct {
 	CacheTTL time.Duration
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// Compare checks a password against a bcrypt hash; nil is
+	// bcrypt.CompareHashAndPassword (tests count and hold the checks).
+	Compare func(hash, password []byte) error
 }
 
 // Store reads and writes the accounts through a Session.
@@ -146,6 +149,9 @@ func NewStore(s *recipe.Session, opts Options) *Store {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Compare == nil {
+		opts.Compare = bcrypt.CompareHashAndPassword
 	}
 	return &Store{s: s, opts: opts, users: map[string]cachedUser{}}
 }
@@ -199,6 +205,7 @@ func (st *Store) AddUser(ctx context.Context, name string, role Role, password [
 	}
 	u := User{Version: 1, Name: name, Role: role, Hash: string(hash), Created: st.opts.Now().UTC()}
 	data, _ := json.Marshal(u)
+	replaced := false
 	err = st.s.Retry(ctx, func() error {
 		if err := st.ensureDir(ctx, st.usersDir()); err != nil {
 			return err
@@ -212,6 +219,7 @@ func (st *Store) AddUser(ctx context.Context, name string, role Role, password [
 				return err
 			}
 			_, err = st.s.Set(ctx, st.userPath(name), data, -1)
+			replaced = err == nil
 		}
 		return err
 	})
@@ -219,6 +227,11 @@ func (st *Store) AddUser(ctx context.Context, name string, role Role, password [
 		return fmt.Errorf("auth: add user %q: %w", name, err)
 	}
 	st.forget(name)
+	if replaced {
+		// A new password or role: whoever is logged in as the user logs
+		// in again, under the new one.
+		return st.EndSessions(ctx, name)
+	}
 	return nil
 }
 
@@ -246,7 +259,7 @@ func (st *Store) ensureDir(ctx context.Context, dir string) error {
 	return nil
 }
 
-// RemoveUser deletes a user and its tokens.
+// RemoveUser deletes a user, its sessions and its tokens.
 func (st *Store) RemoveUser(ctx context.Context, name string) error {
 	if err := CheckName(name); err != nil {
 		return err
@@ -259,6 +272,9 @@ func (st *Store) RemoveUser(ctx context.Context, name string) error {
 		return fmt.Errorf("auth: remove user %q: %w", name, err)
 	}
 	st.forget(name)
+	if err := st.EndSessions(ctx, name); err != nil {
+		return err
+	}
 	toks, err := st.Tokens(ctx)
 	if err != nil {
 		return err
@@ -384,13 +400,13 @@ var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("shepherd-no-such-user"), 
 func (st *Store) Login(ctx context.Context, name string, password []byte) (User, error) {
 	u, err := st.read(ctx, name)
 	if errors.Is(err, ErrNoUser) {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, password)
+		_ = st.opts.Compare(dummyHash, password)
 		return User{}, ErrBadLogin
 	}
 	if err != nil {
 		return User{}, err
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.Hash), password) != nil {
+	if st.opts.Compare([]byte(u.Hash), password) != nil {
 		return User{}, ErrBadLogin
 	}
 	return u, nil
