@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +13,148 @@ import (
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/server/auth"
 )
+
+// TestAttackConcurrentGuesses: 50 wrong passwords sent at once from one
+// client. Every password check is held until each request has either
+// reached it or been answered, so a limiter that checks before and
+// counts after would let all 50 through; at most the limit may reach
+// bcrypt, and the others are refused without it.
+func TestAttackConcurrentGuesses(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	const guesses = 50
+	entered := make(chan struct{}, guesses)
+	release := make(chan struct{})
+	c := startConsole(t, tg, func(_ *Config, d *Deps) {
+		d.ComparePassword = func(hash, pw []byte) error {
+			entered <- struct{}{}
+			<-release
+			return bcrypt.CompareHashAndPassword(hash, pw)
+		}
+	})
+	answered := make(chan int, guesses)
+	var wg sync.WaitGroup
+	for range guesses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, _ := c.anonymous().do("POST", "/login", map[string]string{"user": "admin", "password": "guess"}, nil)
+			answered <- st
+		}()
+	}
+	checked, refused := 0, 0
+	for checked+refused < guesses {
+		select {
+		case <-entered:
+			checked++
+		case st := <-answered:
+			if st != http.StatusTooManyRequests {
+				t.Errorf("an answer before any check ended: %d, want 429", st)
+			}
+			refused++
+		}
+	}
+	close(release)
+	wg.Wait()
+	close(answered)
+	for st := range answered {
+		if st != http.StatusUnauthorized {
+			t.Errorf("a checked guess answered %d, want 401", st)
+		}
+	}
+	if checked > 5 {
+		t.Fatalf("%d of %d concurrent guesses reached bcrypt, want at most the limit of 5", checked, guesses)
+	}
+}
+
+// proxied is a client behind the trusted proxy (the console trusts
+// loopback), whose address the proxy sends in X-Forwarded-For.
+func proxied(c *console, addr string) *client {
+	cl := c.anonymous()
+	cl.header.Set("X-Forwarded-For", addr)
+	return cl
+}
+
+func login(cl *client, user, password string) (int, string) {
+	cl.c.t.Helper()
+	return cl.do("POST", "/login", map[string]string{"user": user, "password": password}, nil)
+}
+
+// TestAttackVictimLockout: an attacker's wrong passwords lock the
+// attacker's address out of the account, not the account: its owner,
+// from another address, still logs in. Lockouts that follow last twice
+// as long; a wrong password says nothing about whether the user
+// exists; and a client that is not a trusted proxy cannot pick its
+// address with X-Forwarded-For.
+func TestAttackVictimLockout(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	c := startConsole(t, tg, func(cfg *Config, d *Deps) {
+		d.Now = func() time.Time { return clock }
+		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
+	attacker, victim := proxied(c, "203.0.113.7"), proxied(c, "198.51.100.20")
+	_, wrongUser := login(attacker, "nobody", "guess")
+	_, wrongPassword := login(attacker, "admin", "guess")
+	if wrongUser != wrongPassword || errorCode(wrongPassword) != "bad_login" {
+		t.Fatalf("unknown user answered %s, wrong password %s: want the same bad_login", wrongUser, wrongPassword)
+	}
+	for range 4 {
+		login(attacker, "admin", "guess")
+	}
+	if st, body := login(attacker, "admin", testPassword); st != http.StatusTooManyRequests || attacker.last.Header.Get("Retry-After") != "61" {
+		t.Fatalf("the attacker's address after 5 failures: %d %s (Retry-After %q); want 429 for 61s", st, body, attacker.last.Header.Get("Retry-After"))
+	}
+	if st, body := login(victim, "admin", testPassword); st != http.StatusOK {
+		t.Fatalf("the victim from another address: %d %s; want 200", st, body)
+	}
+	if st, body := login(attacker, "operator", testPassword); st != http.StatusOK {
+		t.Fatalf("another account from the attacker's address: %d %s; want 200", st, body)
+	}
+
+	// The second lockout in a row lasts two windows.
+	clock = clock.Add(time.Minute)
+	for range 5 {
+		login(attacker, "admin", "guess")
+	}
+	clock = clock.Add(time.Minute)
+	if st, _ := login(attacker, "admin", testPassword); st != http.StatusTooManyRequests {
+		t.Fatalf("one window into the second lockout: %d, want 429", st)
+	}
+	clock = clock.Add(time.Minute)
+	if st, body := login(attacker, "admin", testPassword); st != http.StatusOK {
+		t.Fatalf("after the second lockout: %d %s", st, body)
+	}
+
+	// Without trust in the peer, X-Forwarded-For is the client's own
+	// words: changing it does not escape a lockout.
+	direct := startConsole(t, tg, func(_ *Config, d *Deps) { d.Now = func() time.Time { return clock } })
+	for i := range 6 {
+		st, _ := login(proxied(direct, "192.0.2."+itoa(i)), "admin", "guess")
+		if want := map[bool]int{true: http.StatusUnauthorized, false: http.StatusTooManyRequests}[i < 5]; st != want {
+			t.Fatalf("guess %d with a forged X-Forwarded-For: %d, want %d", i, st, want)
+		}
+	}
+}
+
+// TestAttackDistributedGuessing: guesses from many addresses at many
+// accounts, one each, so that no (user, address) or address limit is
+// reached, are bounded by the global ceiling.
+func TestAttackDistributedGuessing(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, func(cfg *Config, _ *Deps) {
+		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+		cfg.LoginGlobalFailures = 8
+	})
+	for i := range 9 {
+		st, body := login(proxied(c, "192.0.2."+itoa(i)), "user"+itoa(i), "guess")
+		if want := map[bool]int{true: http.StatusUnauthorized, false: http.StatusTooManyRequests}[i < 8]; st != want {
+			t.Fatalf("guess %d (its own address and user): %d %s, want %d", i, st, body, want)
+		}
+	}
+}
 
 // replay is a client that sends value as its session cookie, as a
 // thief who copied it would.

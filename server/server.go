@@ -33,10 +33,17 @@ type Config struct {
 	ReadOnly bool
 	// SessionTTL is how long a login lasts; 0 is 12h.
 	SessionTTL time.Duration
-	// LoginFailures is how many failed logins a client address (and,
-	// separately, a user name) may make per LoginWindow; 0 is 5 per minute.
-	LoginFailures int
-	LoginWindow   time.Duration
+	// LoginFailures is how many failed logins one user name may take
+	// from one client address per LoginWindow (a client address: four
+	// times as many over all names); 0 is 5 per minute. Then the pair
+	// is locked out for the window, twice as long at each lockout that
+	// follows, up to LoginMaxBackoff (0: 1h).
+	LoginFailures   int
+	LoginWindow     time.Duration
+	LoginMaxBackoff time.Duration
+	// LoginGlobalFailures bounds failed logins per LoginWindow over all
+	// users and addresses together; 0 is 100.
+	LoginGlobalFailures int
 	// AuditKeep is how many audit entries are kept; 0 is 10000.
 	AuditKeep int
 	// AuditMaxAge is how long an audit entry is kept; 0 is 90 days.
@@ -48,7 +55,8 @@ type Config struct {
 	// X-Forwarded-User) through which an authenticating proxy in front
 	// names the user. It is believed only from a peer address in
 	// TrustedProxies, and the user must exist (its role comes from the
-	// store). Empty: off.
+	// store). Empty: off. TrustedProxies also say whose X-Forwarded-For
+	// names the client's address (for the login limiter, logs, audit).
 	TrustedProxyHeader string
 	TrustedProxies     []netip.Prefix
 	// SecureCookies forces the Secure attribute without TLS here (a TLS
@@ -81,6 +89,9 @@ type Deps struct {
 	Now func() time.Time
 	// BcryptCost of passwords set through the console (tests lower it).
 	BcryptCost int
+	// ComparePassword checks a login's password against its bcrypt hash;
+	// nil is bcrypt.CompareHashAndPassword (tests count the checks).
+	ComparePassword func(hash, password []byte) error
 }
 
 // Server is one console.
@@ -124,6 +135,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.LoginWindow == 0 {
 		cfg.LoginWindow = time.Minute
 	}
+	if cfg.LoginMaxBackoff == 0 {
+		cfg.LoginMaxBackoff = time.Hour
+	}
+	if cfg.LoginGlobalFailures == 0 {
+		cfg.LoginGlobalFailures = 100
+	}
 	if deps.Engine == nil {
 		deps.Engine = core.MySQL{}
 	}
@@ -140,9 +157,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg:     cfg,
 		deps:    deps,
 		log:     deps.Logger.With("component", "server"),
-		users:   auth.NewStore(deps.Session, auth.Options{BcryptCost: deps.BcryptCost, Now: deps.Now}),
+		users:   auth.NewStore(deps.Session, auth.Options{BcryptCost: deps.BcryptCost, Now: deps.Now, Compare: deps.ComparePassword}),
 		tasks:   core.NewAdmin(deps.Session, cfg.CoreRoot),
-		limiter: newLimiter(cfg.LoginFailures, cfg.LoginWindow, deps.Now),
+		limiter: newLimiter(loginLimits(cfg), deps.Now),
 		metrics: newMetrics(deps.Registerer),
 		streams: slots{max: maxStreams},
 	}
