@@ -528,7 +528,11 @@ func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request, p principal) e
 		}
 		limit = n
 	}
-	entries, err := s.audit.List(r.Context(), limit, r.URL.Query().Get("before"))
+	log, err := s.readStream(p.Role, r.URL.Query().Get("stream"))
+	if err != nil {
+		return err
+	}
+	entries, err := log.List(r.Context(), limit, r.URL.Query().Get("before"))
 	if err != nil {
 		return err
 	}

@@ -107,6 +107,7 @@ func (s *Server) handle(pattern string, need auth.Role, h handler) {
 		start := s.deps.Now()
 		p, err := s.authenticate(r)
 		if err != nil {
+			s.noteRefusal(r, p, err)
 			if !strings.HasPrefix(r.URL.Path, "/api/") && r.Method == http.MethodGet {
 				http.Redirect(w, r, "/login?next="+safeNext(r.URL.RequestURI()), http.StatusSeeOther)
 				return
@@ -123,6 +124,7 @@ func (s *Server) handle(pattern string, need auth.Role, h handler) {
 			err = h(w, r, p)
 		}
 		if err != nil {
+			s.noteRefusal(r, p, err)
 			writeError(w, r, err)
 		}
 		s.metrics.observe(r.Pattern, s.deps.Now().Sub(start))
@@ -231,7 +233,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 var errBadLogin = errorf(http.StatusUnauthorized, "bad_login", "wrong user name or password")
 
 // checkPassword checks a login's password after taking its place in the
-// limiter, and records the outcome there and in the log.
+// limiter, and records the outcome there, in the log and in the
+// security stream.
 func (s *Server) checkPassword(w http.ResponseWriter, r *http.Request, req loginRequest) (auth.User, error) {
 	remote := s.remoteAddr(r)
 	user := req.User
@@ -249,13 +252,16 @@ func (s *Server) checkPassword(w http.ResponseWriter, r *http.Request, req login
 	case errors.Is(err, auth.ErrBadLogin):
 		locked := at.failed()
 		s.metrics.loginFailures.Inc()
+		claimed := principal{User: user}
+		s.securityEvent(r, claimed, "login.failed", "wrong user name or password")
 		for _, l := range locked {
-			s.log.Warn("login: locked out", "user", user, "remote", remote, "key", l.Key, "for", l.For)
+			s.securityEvent(r, claimed, "login.locked", "too many failed logins ("+l.Key+"): locked for "+l.For.String())
 		}
 		return auth.User{}, errBadLogin
 	case err != nil:
 		at.abandoned()
 		s.log.Error("login: reading the user failed", "user", user, "remote", remote, "err", err)
+		s.noteRefusal(r, principal{User: user}, err)
 		return auth.User{}, err
 	}
 	at.succeeded()

@@ -1,13 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
@@ -218,5 +223,143 @@ func TestPasswordChangeEndsSessions(t *testing.T) {
 	}
 	if st, body := op.do("GET", "/api/v1/me", nil, nil); st != http.StatusUnauthorized {
 		t.Fatalf("a session from before the password change: %d %s; want 401", st, body)
+	}
+}
+
+// syncBuffer is a log destination handlers write to concurrently.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// records are the logged records with msg.
+func (b *syncBuffer) records(msg string) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(b.buf.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// securityEntries reads the security stream as an admin.
+func securityEntries(t *testing.T, admin *client) []map[string]any {
+	t.Helper()
+	st, body := admin.do("GET", "/api/v1/audit?stream=security&limit=1000", nil, nil)
+	var out struct{ Entries []map[string]any }
+	if err := json.Unmarshal([]byte(body), &out); st != http.StatusOK || err != nil {
+		t.Fatalf("security stream: %d %s", st, body)
+	}
+	return out.Entries
+}
+
+// TestSecurityEventsAreRecorded: a failed login, a lockout, a 403 (a
+// role too low, a cross-origin POST) and a node nobody trusted wrote
+// each go to the log, with user, remote, route and reason, and to the
+// security stream, which admins alone read.
+func TestSecurityEventsAreRecorded(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	logs := &syncBuffer{}
+	c := startConsole(t, tg, func(cfg *Config, d *Deps) {
+		d.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+		cfg.LoginFailures = 1
+	})
+	login(c.anonymous(), "nobody", "guess")
+	viewer := c.as("viewer")
+	if st, _ := viewer.do("POST", "/api/v1/tasks", specJSON, nil); st != http.StatusForbidden {
+		t.Fatalf("a viewer creating a task: %d", st)
+	}
+	if st, _ := viewer.do("GET", "/api/v1/audit?stream=security", nil, nil); st != http.StatusForbidden {
+		t.Fatalf("a viewer reading the security stream: %d", st)
+	}
+	if st, _ := viewer.do("POST", "/api/v1/tasks/orders/stop", nil, map[string]string{"Sec-Fetch-Site": "cross-site"}); st != http.StatusForbidden {
+		t.Fatalf("a cross-origin POST: %d", st)
+	}
+	// A user record planted with an open ACL, as before the first `ctl
+	// user add` on an unsecured ensemble.
+	hash, _ := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
+	rec := `{"version":1,"name":"eve","role":"admin","hash":"` + string(hash) + `"}`
+	if _, err := c.session.Create(context.Background(), auth.Root+"/users/eve", []byte(rec), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := login(c.anonymous(), "eve", testPassword); st != http.StatusInternalServerError {
+		t.Fatalf("login with a planted record: %d", st)
+	}
+
+	want := []struct{ action, user, route, reason string }{
+		{"untrusted_node", "eve", "POST /login", "untrusted"},
+		{"cross_origin", "", "POST /api/v1/tasks/orders/stop", "cross-site"},
+		{"forbidden", "viewer", "GET /api/v1/audit", "security stream needs the admin role"},
+		{"forbidden", "viewer", "POST /api/v1/tasks", "needs the admin role"},
+		{"login.locked", "nobody", "POST /login", "locked for 1m0s"},
+		{"login.failed", "nobody", "POST /login", "wrong user name or password"},
+	}
+	got := securityEntries(t, c.as("admin"))
+	if len(got) != len(want) {
+		t.Fatalf("security stream: %v; want %d entries", got, len(want))
+	}
+	for i, w := range want {
+		e := got[i]
+		if e["action"] != w.action || e["user"] != w.user && !(w.user == "" && e["user"] == nil) || e["target"] != w.route ||
+			e["remote"] != "127.0.0.1" || !strings.Contains(e["reason"].(string), w.reason) {
+			t.Errorf("security entry %d: %v; want %+v from 127.0.0.1", i, e, w)
+		}
+	}
+	logged := logs.records("security event")
+	if len(logged) != len(want) {
+		t.Fatalf("%d security events logged, want %d: %v", len(logged), len(want), logged)
+	}
+	for i, rec := range logged {
+		w := want[len(want)-1-i]
+		if rec["event"] != w.action || rec["user"] != w.user || rec["remote"] != "127.0.0.1" || rec["route"] != w.route || !strings.Contains(rec["reason"].(string), w.reason) {
+			t.Errorf("logged security event %d: %v; want %+v", i, rec, w)
+		}
+	}
+}
+
+// TestAttackAuditFlood: an operator's flood of failing actions does not
+// push an admin's earlier entries out of the audit log, and keeps about
+// its own quota of entries.
+func TestAttackAuditFlood(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, func(cfg *Config, _ *Deps) { cfg.AuditKeep, cfg.AuditPerActor = 40, 8 })
+	admin := c.as("admin")
+	for _, body := range []string{`{"add":["file:///var/log/a.log"]}`, `{"add":["file:///var/log/b.log"]}`, `{"remove":["file:///var/log/a.log"]}`} {
+		if st, out := admin.do("POST", "/api/v1/sources", body, nil); st != http.StatusOK {
+			t.Fatalf("change sources: %d %s", st, out)
+		}
+	}
+	op := c.as("operator")
+	for range 200 {
+		if st, _ := op.do("POST", "/api/v1/tasks/nope/handover", nil, nil); st < 400 {
+			t.Fatalf("handover of a task that does not exist: %d", st)
+		}
+	}
+	st, body := admin.do("GET", "/api/v1/audit?limit=1000", nil, nil)
+	var out struct {
+		Entries []struct{ User, Action string }
+	}
+	if err := json.Unmarshal([]byte(body), &out); st != http.StatusOK || err != nil {
+		t.Fatalf("audit: %d %s", st, body)
+	}
+	count := map[string]int{}
+	for _, e := range out.Entries {
+		count[e.User]++
+	}
+	// Trimming runs at every 16th entry: up to 15 beyond the quota.
+	if count["admin"] != 3 || count["operator"] < 8 || count["operator"] > 8+15 {
+		t.Fatalf("entries by user after the flood: %v; want admin's 3 and 8 to 23 of the operator's", count)
 	}
 }

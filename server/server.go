@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,7 +45,7 @@ type Config struct {
 	// LoginGlobalFailures bounds failed logins per LoginWindow over all
 	// users and addresses together; 0 is 100.
 	LoginGlobalFailures int
-	// AuditKeep is how many audit entries are kept; 0 is 10000.
+	// AuditKeep is how many entries each audit stream keeps; 0 is 10000.
 	AuditKeep int
 	// AuditMaxAge is how long an audit entry is kept; 0 is 90 days.
 	AuditMaxAge time.Duration
@@ -111,6 +112,7 @@ type Server struct {
 	lags    lagHistory
 	// patterns are the routes installed, for the OpenAPI test.
 	patterns []string
+	security *audit.Log // the security stream: refusals, failed logins
 	streams  slots
 }
 
@@ -163,7 +165,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		metrics: newMetrics(deps.Registerer),
 		streams: slots{max: maxStreams},
 	}
-	s.audit = audit.New(deps.Session, auth.Root+"/audit", audit.Options{Keep: cfg.AuditKeep, MaxAge: cfg.AuditMaxAge, PerActor: cfg.AuditPerActor, Now: deps.Now, Logger: s.log})
+	retention := audit.Options{Keep: cfg.AuditKeep, MaxAge: cfg.AuditMaxAge, PerActor: cfg.AuditPerActor, Now: deps.Now, Logger: s.log}
+	s.audit = audit.New(deps.Session, auditDir(streamAudit), retention)
+	s.security = audit.New(deps.Session, auditDir(streamSecurity), retention)
 	var err error
 	if s.pages, err = newPages(&s.lags); err != nil {
 		return nil, err
@@ -177,6 +181,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	// authenticate with a token, which a page cannot make them send.
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.securityEvent(r, principal{}, "cross_origin", "Origin "+strconv.Quote(r.Header.Get("Origin"))+", Sec-Fetch-Site "+strconv.Quote(r.Header.Get("Sec-Fetch-Site")))
 		writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "cross_origin", Message: "cross-origin request refused: use the console's own pages or a client without browser origin headers"})
 	}))
 	s.handler = securityHeaders(cop.Handler(s.mux))
