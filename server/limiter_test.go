@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -74,5 +75,15 @@ func TestLimiterBackoffAndSuccess(t *testing.T) {
 	}
 	if ks := l.keys["addr:192.0.2.1"]; ks == nil || ks.fails == 0 {
 		t.Fatalf("the address's count after a success: %+v, want it kept", ks)
+	}
+}
+
+// TestNegativeLimitsAreRefused: a negative limit names its flag.
+func TestNegativeLimitsAreRefused(t *testing.T) {
+	if err := (Config{LoginWindow: -time.Second}).checkLimits(); err == nil || !strings.Contains(err.Error(), "--login-window") {
+		t.Fatalf("a negative --login-window: %v", err)
+	}
+	if err := (Config{}).checkLimits(); err != nil {
+		t.Fatalf("the defaults: %v", err)
 	}
 }

@@ -65,6 +65,23 @@ type Config struct {
 	SecureCookies bool
 }
 
+// checkLimits refuses a negative limit (0 is the default), naming its flag.
+func (cfg Config) checkLimits() error {
+	for _, l := range []struct {
+		flag  string
+		value int64
+	}{
+		{"--login-failures", int64(cfg.LoginFailures)}, {"--login-window", int64(cfg.LoginWindow)},
+		{"--login-max-backoff", int64(cfg.LoginMaxBackoff)}, {"--login-global-failures", int64(cfg.LoginGlobalFailures)},
+		{"--audit-keep", int64(cfg.AuditKeep)}, {"--audit-max-age", int64(cfg.AuditMaxAge)}, {"--audit-per-actor", int64(cfg.AuditPerActor)},
+	} {
+		if l.value < 0 {
+			return fmt.Errorf("server: %s is negative: give a positive value, or 0 for the default", l.flag)
+		}
+	}
+	return nil
+}
+
 // Validator is the dry run of a task spec (tasks:validate and the form's
 // "test connection"): core.MySQL's DryRun in production.
 type Validator func(ctx context.Context, sp *core.Spec) (core.DryRunReport, error)
@@ -127,6 +144,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	if cfg.TrustedProxyHeader != "" && len(cfg.TrustedProxies) == 0 {
 		return nil, fmt.Errorf("server: --trusted-proxy-header %s needs --trusted-proxies (the addresses of the proxies allowed to set it)", cfg.TrustedProxyHeader)
+	}
+	if err := cfg.checkLimits(); err != nil {
+		return nil, err
 	}
 	if cfg.SessionTTL == 0 {
 		cfg.SessionTTL = 12 * time.Hour
