@@ -170,7 +170,7 @@ func replay(c *console, value string) *client {
 }
 
 // cookieOf is the session cookie a login set.
-func cookieOf(t *testing.T, cl *client) string {
+func cookieOf(t testing.TB, cl *client) string {
 	t.Helper()
 	for _, ck := range cl.last.Cookies() {
 		if ck.Name == cookieName && ck.Value != "" {
@@ -361,5 +361,36 @@ func TestAttackAuditFlood(t *testing.T) {
 	// Trimming runs at every 16th entry: up to 15 beyond the quota.
 	if count["admin"] != 3 || count["operator"] < 8 || count["operator"] > 8+15 {
 		t.Fatalf("entries by user after the flood: %v; want admin's 3 and 8 to 23 of the operator's", count)
+	}
+}
+
+// BenchmarkAuthenticate: what authenticating a request costs, by how it
+// is authenticated: a session cookie (a MAC and one exists of its
+// session node), and an API token (a cached user and one read of the
+// token node).
+//
+//	SHEPHERD_IT=1 go test -run '^$' -bench BenchmarkAuthenticate ./server/
+func BenchmarkAuthenticate(b *testing.B) {
+	tg := targets[0]
+	tg.Require(b)
+	c := startConsole(b, tg, nil)
+	cookie := cookieOf(b, c.as("viewer"))
+	tok, _, err := auth.NewStore(c.session, auth.Options{}).CreateToken(context.Background(), "viewer", "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, header, value string }{
+		{"cookie", "Cookie", cookieName + "=" + cookie},
+		{"token", "Authorization", "Bearer " + tok},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r, _ := http.NewRequest("GET", "/api/v1/me", nil)
+			r.Header.Set(bc.header, bc.value)
+			for b.Loop() {
+				if _, err := c.srv.authenticate(r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
