@@ -128,6 +128,9 @@ type Store struct {
 	mu    sync.Mutex
 	users map[string]cachedUser // by name; bounded by the users that exist
 	key   []byte                // session key, once read
+
+	dummyOnce sync.Once
+	dummy     []byte // see dummyHash
 }
 
 type cachedUser struct {
@@ -392,15 +395,22 @@ func (st *Store) forget(name string) {
 }
 
 // dummyHash is compared against when the user does not exist, so that
-// a login takes as long for an unknown user as for a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("shepherd-no-such-user"), bcrypt.DefaultCost)
+// a login takes as long for an unknown user as for a wrong password: a
+// hash of the store's cost, the cost of the hashes it makes. It is made
+// at the first unknown user, not at the start of every process.
+func (st *Store) dummyHash() []byte {
+	st.dummyOnce.Do(func() {
+		st.dummy, _ = bcrypt.GenerateFromPassword([]byte("shepherd-no-such-user"), st.opts.BcryptCost)
+	})
+	return st.dummy
+}
 
 // Login checks a user name and password. Wrong name and wrong password
 // are the same ErrBadLogin.
 func (st *Store) Login(ctx context.Context, name string, password []byte) (User, error) {
 	u, err := st.read(ctx, name)
 	if errors.Is(err, ErrNoUser) {
-		_ = st.opts.Compare(dummyHash, password)
+		_ = st.opts.Compare(st.dummyHash(), password)
 		return User{}, ErrBadLogin
 	}
 	if err != nil {
