@@ -19,9 +19,10 @@ func (r *runner) userCommand() *cli.Command {
 		Usage:     "manage the control console's users: add, list, rm",
 		ArgsUsage: "add|list|rm [args]",
 		Description: `  add --role viewer|operator|admin --password-file F [--replace] NAME
-                  store a user with a bcrypt hash of the first line of F
+                  store a user with a bcrypt hash of the first line of F; with
+                  --replace, the user's console sessions end (log in again)
   list            users and their roles (never hashes)
-  rm NAME         remove a user and its API tokens
+  rm NAME         remove a user, its console sessions and its API tokens
 
 There is no default account: create the first admin with user add. The records live in
 /shepherd/console/users, readable and writable by the --auth credential alone. See docs/console.md.`,
@@ -32,7 +33,7 @@ There is no default account: create the first admin with user add. The records l
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "role", Usage: "viewer, operator or admin (required)"},
 				&cli.StringFlag{Name: "password-file", Usage: "file whose first line is the password, - for standard input (required)"},
-				&cli.BoolFlag{Name: "replace", Usage: "change an existing user"},
+				&cli.BoolFlag{Name: "replace", Usage: "change an existing user (ends its console sessions)"},
 			},
 			Action: r.userAdd,
 		}, {
@@ -41,7 +42,7 @@ There is no default account: create the first admin with user add. The records l
 			Action: r.userList,
 		}, {
 			Name:      "rm",
-			Usage:     "remove a user and its tokens",
+			Usage:     "remove a user, its sessions and its tokens",
 			ArgsUsage: "NAME",
 			Action:    r.userRemove,
 		}},

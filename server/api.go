@@ -528,7 +528,11 @@ func (s *Server) apiAudit(w http.ResponseWriter, r *http.Request, p principal) e
 		}
 		limit = n
 	}
-	entries, err := s.audit.List(r.Context(), limit, r.URL.Query().Get("before"))
+	log, err := s.readStream(p.Role, r.URL.Query().Get("stream"))
+	if err != nil {
+		return err
+	}
+	entries, err := log.List(r.Context(), limit, r.URL.Query().Get("before"))
 	if err != nil {
 		return err
 	}
@@ -636,7 +640,7 @@ func (s *Server) apiRevokeToken(w http.ResponseWriter, r *http.Request, p princi
 // record writes an audit entry of a mutating action; a failed write is
 // logged (the action has happened and cannot be undone for it).
 func (s *Server) record(r *http.Request, p principal, action, target string, before, after any, err error) {
-	e := audit.Entry{Time: s.deps.Now().UTC(), User: p.User, Role: string(p.Role), Via: p.Via, Remote: clientAddr(r),
+	e := audit.Entry{Time: s.deps.Now().UTC(), User: p.User, Role: string(p.Role), Via: p.Via, Remote: s.remoteAddr(r),
 		Action: action, Target: target, Before: before, After: after}
 	if err != nil {
 		e.Error = err.Error()

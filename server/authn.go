@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/shepherd-dev/shepherd/server/auth"
@@ -77,16 +76,24 @@ func (s *Server) proxyUser(r *http.Request) string {
 	if name == "" {
 		return ""
 	}
-	addr, err := netip.ParseAddr(clientAddr(r))
-	if err != nil {
+	if !s.trustedProxy(peerAddr(r)) {
 		return ""
 	}
+	return name
+}
+
+// trustedProxy reports whether addr is one of --trusted-proxies.
+func (s *Server) trustedProxy(addr string) bool {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false
+	}
 	for _, p := range s.cfg.TrustedProxies {
-		if p.Contains(addr.Unmap()) {
-			return name
+		if p.Contains(ip.Unmap()) {
+			return true
 		}
 	}
-	return ""
+	return false
 }
 
 // handler is a route's body; an error it returns is the answer.
@@ -100,6 +107,7 @@ func (s *Server) handle(pattern string, need auth.Role, h handler) {
 		start := s.deps.Now()
 		p, err := s.authenticate(r)
 		if err != nil {
+			s.noteRefusal(r, p, err)
 			if !strings.HasPrefix(r.URL.Path, "/api/") && r.Method == http.MethodGet {
 				http.Redirect(w, r, "/login?next="+safeNext(r.URL.RequestURI()), http.StatusSeeOther)
 				return
@@ -116,6 +124,7 @@ func (s *Server) handle(pattern string, need auth.Role, h handler) {
 			err = h(w, r, p)
 		}
 		if err != nil {
+			s.noteRefusal(r, p, err)
 			writeError(w, r, err)
 		}
 		s.metrics.observe(r.Pattern, s.deps.Now().Sub(start))
@@ -139,9 +148,8 @@ func safeNext(next string) string {
 	return next
 }
 
-// clientAddr is the peer's IP (not a forwarded header: those are the
-// client's to choose).
-func clientAddr(r *http.Request) string {
+// peerAddr is the IP of the connection's other end.
+func peerAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
@@ -149,13 +157,39 @@ func clientAddr(r *http.Request) string {
 	return host
 }
 
+// remoteAddr is the client's address, as the login limiter, the logs
+// and the audit see it. It is the peer, unless the peer is a trusted
+// proxy: then X-Forwarded-For is read from its right end (what the
+// nearest proxy appended), skipping trusted proxies, and the first
+// other address is the client. Everything left of it was written by
+// the client and is never believed. Without --trusted-proxies the
+// header is ignored: any client could name any address in it.
+func (s *Server) remoteAddr(r *http.Request) string {
+	hop := peerAddr(r)
+	if !s.trustedProxy(hop) {
+		return hop
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		ip, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			return hop // a proxy of ours wrote nonsense: count it as the client
+		}
+		hop = ip.Unmap().String()
+		if !s.trustedProxy(hop) {
+			return hop
+		}
+	}
+	return hop
+}
+
 type loginRequest struct {
 	User     string `json:"user"`
 	Password string `json:"password"`
 }
 
-// login checks a user name and password (JSON or form) and sets the
-// session cookie. Failures are rate limited per client and per user.
+// login checks a user name and password (JSON or form), records a
+// session and sets its cookie. Failures are rate limited (see limiter).
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	var req loginRequest
 	form := !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json")
@@ -170,41 +204,73 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	keys := []string{"addr:" + clientAddr(r), "user:" + req.User}
-	if wait := s.limiter.blocked(keys...); wait > 0 {
-		w.Header().Set("Retry-After", retryAfter(wait))
-		s.loginFailed(w, r, form, errorf(http.StatusTooManyRequests, "rate_limited", "too many failed logins: wait "+retryAfter(wait)+"s"))
-		return
-	}
-	u, err := s.users.Login(r.Context(), req.User, []byte(req.Password))
-	if errors.Is(err, auth.ErrBadLogin) {
-		s.limiter.fail(keys...)
-		s.metrics.loginFailures.Inc()
-		s.loginFailed(w, r, form, errorf(http.StatusUnauthorized, "bad_login", "wrong user name or password"))
-		return
-	}
+	u, err := s.checkPassword(w, r, req)
 	if err != nil {
-		s.log.Error("login: reading the user failed", "user", req.User, "err", err)
-		s.loginFailed(w, r, form, err)
-		return
-	}
-	key, err := s.users.SessionKey(r.Context())
-	if err != nil {
-		s.log.Error("login: the session key is unusable", "err", err)
 		s.loginFailed(w, r, form, err)
 		return
 	}
 	exp := s.deps.Now().Add(s.cfg.SessionTTL)
+	value, err := s.users.CreateSession(r.Context(), u, exp)
+	if err != nil {
+		s.log.Error("login: the session could not be recorded", "user", u.Name, "err", err)
+		s.loginFailed(w, r, form, err)
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: auth.SignSession(key, u, exp), Path: "/", Expires: exp,
+		Name: cookieName, Value: value, Path: "/", Expires: exp,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.cfg.TLSCert != "" || s.cfg.SecureCookies || r.TLS != nil,
 	})
-	s.log.Info("login", "user", u.Name, "role", u.Role, "remote", clientAddr(r))
+	s.log.Info("login", "user", u.Name, "role", u.Role, "remote", s.remoteAddr(r))
 	if form {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"user": u.Name, "role": string(u.Role)})
+}
+
+// errBadLogin is the one answer to a wrong user name or password: it
+// does not say which (no oracle of the names that exist).
+var errBadLogin = errorf(http.StatusUnauthorized, "bad_login", "wrong user name or password")
+
+// checkPassword checks a login's password after taking its place in the
+// limiter, and records the outcome there, in the log and in the
+// security stream.
+func (s *Server) checkPassword(w http.ResponseWriter, r *http.Request, req loginRequest) (auth.User, error) {
+	remote := s.remoteAddr(r)
+	user := req.User
+	if auth.CheckName(user) != nil {
+		user = "(invalid)" // not a name anyone has: one key, bounded in size
+	}
+	at, wait := s.limiter.reserve(user, remote)
+	if wait > 0 {
+		s.metrics.loginFailures.Inc()
+		w.Header().Set("Retry-After", retryAfter(wait))
+		return auth.User{}, errRateLimited(wait)
+	}
+	u, err := s.users.Login(r.Context(), req.User, []byte(req.Password))
+	switch {
+	case errors.Is(err, auth.ErrBadLogin):
+		locked := at.failed()
+		s.metrics.loginFailures.Inc()
+		claimed := principal{User: user}
+		s.securityEvent(r, claimed, "login.failed", "wrong user name or password")
+		for _, l := range locked {
+			s.securityEvent(r, claimed, "login.locked", "too many failed logins ("+l.Key+"): locked for "+l.For.String())
+		}
+		return auth.User{}, errBadLogin
+	case err != nil:
+		at.abandoned()
+		s.log.Error("login: reading the user failed", "user", user, "remote", remote, "err", err)
+		s.noteRefusal(r, principal{User: user}, err)
+		return auth.User{}, err
+	}
+	at.succeeded()
+	return u, nil
+}
+
+// errRateLimited is the answer to a login refused by the limiter.
+func errRateLimited(wait time.Duration) error {
+	return errorf(http.StatusTooManyRequests, "rate_limited", "too many failed logins: wait "+retryAfter(wait)+"s")
 }
 
 func (s *Server) loginFailed(w http.ResponseWriter, r *http.Request, form bool, err error) {
@@ -217,8 +283,22 @@ func (s *Server) loginFailed(w http.ResponseWriter, r *http.Request, form bool, 
 	s.pages.render(w, r, "login", pageData{Title: "Log in", Error: ae.Message, Next: safeNext(r.URL.Query().Get("next"))})
 }
 
+// logout ends the session of the request's cookie on every console
+// (its node is deleted) and clears the cookie. If the session could not
+// be ended, the answer says so: the cookie would still work elsewhere.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	if c, err := r.Cookie(cookieName); err == nil {
+		u, err := s.users.EndSession(r.Context(), c.Value)
+		switch {
+		case err == nil:
+			s.log.Info("logout", "user", u.Name, "remote", s.remoteAddr(r))
+		case !errors.Is(err, auth.ErrBadLogin): // a cookie already dead needs no ending
+			s.log.Error("logout: the session could not be ended", "remote", s.remoteAddr(r), "err", err)
+			writeError(w, r, errorf(http.StatusServiceUnavailable, "unavailable", "the session could not be ended ("+err.Error()+"): it still works until it expires; log out again"))
+			return
+		}
+	}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -228,67 +308,4 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 
 func retryAfter(d time.Duration) string {
 	return itoa(int(d.Seconds()) + 1)
-}
-
-// limiter counts failed logins per key in fixed windows. It holds at
-// most maxKeys keys: when full, the oldest windows go first, so a flood
-// of addresses cannot grow it (it can only make them forget sooner).
-type limiter struct {
-	mu     sync.Mutex
-	max    int
-	window time.Duration
-	now    func() time.Time
-	fails  map[string]*window
-}
-
-type window struct {
-	start time.Time
-	n     int
-}
-
-const maxKeys = 10000
-
-func newLimiter(max int, w time.Duration, now func() time.Time) *limiter {
-	return &limiter{max: max, window: w, now: now, fails: map[string]*window{}}
-}
-
-// blocked returns how long until the most limited key may try again.
-func (l *limiter) blocked(keys ...string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	var wait time.Duration
-	for _, k := range keys {
-		if w := l.fails[k]; w != nil && now.Sub(w.start) < l.window && w.n >= l.max {
-			wait = max(wait, l.window-now.Sub(w.start))
-		}
-	}
-	return wait
-}
-
-func (l *limiter) fail(keys ...string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.now()
-	if len(l.fails) >= maxKeys {
-		for k, w := range l.fails {
-			if now.Sub(w.start) >= l.window {
-				delete(l.fails, k)
-			}
-		}
-		for k := range l.fails { // still full: forget arbitrary ones
-			if len(l.fails) < maxKeys {
-				break
-			}
-			delete(l.fails, k)
-		}
-	}
-	for _, k := range keys {
-		w := l.fails[k]
-		if w == nil || now.Sub(w.start) >= l.window {
-			w = &window{start: now}
-			l.fails[k] = w
-		}
-		w.n++
-	}
 }

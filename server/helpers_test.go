@@ -74,6 +74,19 @@ func startConsole(t testing.TB, tg *coordtest.Target, edit func(*Config, *Deps))
 			t.Fatal(err)
 		}
 	}
+	return newConsole(t, connect, s, edit)
+}
+
+// startConsoleOn starts another console of c's cluster: its users, its
+// session nodes, on a session of its own.
+func startConsoleOn(t testing.TB, c *console) *console {
+	t.Helper()
+	return newConsole(t, c.connect, dial(t, c.connect, coordtest.Auth), nil)
+}
+
+// newConsole starts a console on session s of connect.
+func newConsole(t testing.TB, connect string, s *recipe.Session, edit func(*Config, *Deps)) *console {
+	t.Helper()
 	feed := cluster.NewFixed(&Snapshot{ReadAt: time.Now().UTC()})
 	cfg := Config{}
 	deps := Deps{Session: s, Feed: feed, Logger: slog.New(slog.DiscardHandler), BcryptCost: bcrypt.MinCost,

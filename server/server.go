@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,22 +34,52 @@ type Config struct {
 	ReadOnly bool
 	// SessionTTL is how long a login lasts; 0 is 12h.
 	SessionTTL time.Duration
-	// LoginFailures is how many failed logins a client address (and,
-	// separately, a user name) may make per LoginWindow; 0 is 5 per minute.
-	LoginFailures int
-	LoginWindow   time.Duration
-	// AuditKeep is how many audit entries are kept; 0 is 10000.
+	// LoginFailures is how many failed logins one user name may take
+	// from one client address per LoginWindow (a client address: four
+	// times as many over all names); 0 is 5 per minute. Then the pair
+	// is locked out for the window, twice as long at each lockout that
+	// follows, up to LoginMaxBackoff (0: 1h).
+	LoginFailures   int
+	LoginWindow     time.Duration
+	LoginMaxBackoff time.Duration
+	// LoginGlobalFailures bounds failed logins per LoginWindow over all
+	// users and addresses together; 0 is 100.
+	LoginGlobalFailures int
+	// AuditKeep is how many entries each audit stream keeps; 0 is 10000.
 	AuditKeep int
+	// AuditMaxAge is how long an audit entry is kept; 0 is 90 days.
+	AuditMaxAge time.Duration
+	// AuditPerActor is how many of the kept entries one actor may hold;
+	// 0 is AuditKeep/10.
+	AuditPerActor int
 	// TrustedProxyHeader, with TrustedProxies, is the header (e.g.
 	// X-Forwarded-User) through which an authenticating proxy in front
 	// names the user. It is believed only from a peer address in
 	// TrustedProxies, and the user must exist (its role comes from the
-	// store). Empty: off.
+	// store). Empty: off. TrustedProxies also say whose X-Forwarded-For
+	// names the client's address (for the login limiter, logs, audit).
 	TrustedProxyHeader string
 	TrustedProxies     []netip.Prefix
 	// SecureCookies forces the Secure attribute without TLS here (a TLS
 	// terminating proxy in front).
 	SecureCookies bool
+}
+
+// checkLimits refuses a negative limit (0 is the default), naming its flag.
+func (cfg Config) checkLimits() error {
+	for _, l := range []struct {
+		flag  string
+		value int64
+	}{
+		{"--login-failures", int64(cfg.LoginFailures)}, {"--login-window", int64(cfg.LoginWindow)},
+		{"--login-max-backoff", int64(cfg.LoginMaxBackoff)}, {"--login-global-failures", int64(cfg.LoginGlobalFailures)},
+		{"--audit-keep", int64(cfg.AuditKeep)}, {"--audit-max-age", int64(cfg.AuditMaxAge)}, {"--audit-per-actor", int64(cfg.AuditPerActor)},
+	} {
+		if l.value < 0 {
+			return fmt.Errorf("server: %s is negative: give a positive value, or 0 for the default", l.flag)
+		}
+	}
+	return nil
 }
 
 // Validator is the dry run of a task spec (tasks:validate and the form's
@@ -76,6 +107,9 @@ type Deps struct {
 	Now func() time.Time
 	// BcryptCost of passwords set through the console (tests lower it).
 	BcryptCost int
+	// ComparePassword checks a login's password against its bcrypt hash;
+	// nil is bcrypt.CompareHashAndPassword (tests count the checks).
+	ComparePassword func(hash, password []byte) error
 }
 
 // Server is one console.
@@ -95,6 +129,7 @@ type Server struct {
 	lags    lagHistory
 	// patterns are the routes installed, for the OpenAPI test.
 	patterns []string
+	security *audit.Log // the security stream: refusals, failed logins
 	streams  slots
 }
 
@@ -110,6 +145,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.TrustedProxyHeader != "" && len(cfg.TrustedProxies) == 0 {
 		return nil, fmt.Errorf("server: --trusted-proxy-header %s needs --trusted-proxies (the addresses of the proxies allowed to set it)", cfg.TrustedProxyHeader)
 	}
+	if err := cfg.checkLimits(); err != nil {
+		return nil, err
+	}
 	if cfg.SessionTTL == 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
@@ -118,6 +156,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	if cfg.LoginWindow == 0 {
 		cfg.LoginWindow = time.Minute
+	}
+	if cfg.LoginMaxBackoff == 0 {
+		cfg.LoginMaxBackoff = time.Hour
+	}
+	if cfg.LoginGlobalFailures == 0 {
+		cfg.LoginGlobalFailures = 100
 	}
 	if deps.Engine == nil {
 		deps.Engine = core.MySQL{}
@@ -135,13 +179,15 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg:     cfg,
 		deps:    deps,
 		log:     deps.Logger.With("component", "server"),
-		users:   auth.NewStore(deps.Session, auth.Options{BcryptCost: deps.BcryptCost, Now: deps.Now}),
+		users:   auth.NewStore(deps.Session, auth.Options{BcryptCost: deps.BcryptCost, Now: deps.Now, Compare: deps.ComparePassword}),
 		tasks:   core.NewAdmin(deps.Session, cfg.CoreRoot),
-		limiter: newLimiter(cfg.LoginFailures, cfg.LoginWindow, deps.Now),
+		limiter: newLimiter(loginLimits(cfg), deps.Now),
 		metrics: newMetrics(deps.Registerer),
 		streams: slots{max: maxStreams},
 	}
-	s.audit = audit.New(deps.Session, auth.Root+"/audit", cfg.AuditKeep, s.log)
+	retention := audit.Options{Keep: cfg.AuditKeep, MaxAge: cfg.AuditMaxAge, PerActor: cfg.AuditPerActor, Now: deps.Now, Logger: s.log}
+	s.audit = audit.New(deps.Session, auditDir(streamAudit), retention)
+	s.security = audit.New(deps.Session, auditDir(streamSecurity), retention)
 	var err error
 	if s.pages, err = newPages(&s.lags); err != nil {
 		return nil, err
@@ -155,6 +201,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	// authenticate with a token, which a page cannot make them send.
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.securityEvent(r, principal{}, "cross_origin", "Origin "+strconv.Quote(r.Header.Get("Origin"))+", Sec-Fetch-Site "+strconv.Quote(r.Header.Get("Sec-Fetch-Site")))
 		writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "cross_origin", Message: "cross-origin request refused: use the console's own pages or a client without browser origin headers"})
 	}))
 	s.handler = securityHeaders(cop.Handler(s.mux))

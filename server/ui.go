@@ -245,14 +245,28 @@ func (s *Server) uiRoutes() {
 		return err
 	})
 	s.page("GET /audit", "audit", func(r *http.Request, d *pageData) error {
-		d.Title = "Audit log"
-		entries, err := s.audit.List(r.Context(), 200, "")
+		stream := r.URL.Query().Get("stream")
+		log, err := s.readStream(d.Role, stream)
 		if err != nil {
 			return err
 		}
-		d.Data = auditRows(entries)
+		d.Title = "Audit log"
+		if stream == streamSecurity {
+			d.Title = "Security events"
+		}
+		entries, err := log.List(r.Context(), 200, "")
+		if err != nil {
+			return err
+		}
+		d.Data = auditPage{Security: stream == streamSecurity, Rows: auditRows(entries)}
 		return nil
 	})
+}
+
+// auditPage is the data of the audit page: a stream's newest entries.
+type auditPage struct {
+	Security bool
+	Rows     []auditRow
 }
 
 type auditRow struct {

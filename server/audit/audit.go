@@ -1,8 +1,19 @@
 // Package audit is the console's audit log: one persistent sequential
-// node per mutating action (who, what, when, before and after, outcome)
-// below a directory in the coordination service, so every console of a
-// cluster writes to and shows the same log. Retention is a bounded count
-// of entries: the oldest beyond it are deleted as new ones are written.
+// node per entry (who, what, when, before and after, outcome) below a
+// directory in the coordination service, so every console of a cluster
+// writes to and shows the same log. A console keeps two such logs, two
+// streams of one format: the audit stream (every mutating action) and
+// the security stream (failed logins, lockouts, refusals, untrusted
+// nodes).
+//
+// Retention is by count, by age and by actor. An entry's node name
+// carries its time and a tag of its actor (e-<unix>-<tag>-<seq>), so
+// retention is decided from one listing without reading any entry:
+// walking from the newest, an entry goes when it is older than MaxAge,
+// when its actor already has PerActor newer entries, or when Keep newer
+// entries are kept. One actor's flood therefore only pushes out its own
+// older entries: others' go only when more than Keep/PerActor actors
+// flood at once.
 //
 // Entries hold what the console already redacted (no passwords); this
 // package stores and lists them and never decides what is allowed.
@@ -10,11 +21,15 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -36,38 +51,63 @@ type Entry struct {
 	Before  any       `json:"before,omitempty"`
 	After   any       `json:"after,omitempty"`
 	Error   string    `json:"error,omitempty"` // empty: it succeeded
+	// Reason says why a security event was raised.
+	Reason string `json:"reason,omitempty"`
+	// Actor is whom retention charges the entry to: the user, or for a
+	// request nobody authenticated, its address. Empty: User.
+	Actor string `json:"actor,omitempty"`
 }
 
 // MaxEntry bounds one entry's encoding; the before and after of a larger
 // one are dropped (and said so) rather than the entry.
 const MaxEntry = 64 << 10
 
-// Log writes and lists entries below Dir.
+// Options are a log's retention and clock.
+type Options struct {
+	// Keep is how many entries are kept at most; 0 is 10000.
+	Keep int
+	// MaxAge is how long an entry is kept at most; 0 is 90 days.
+	MaxAge time.Duration
+	// PerActor is how many entries one actor keeps at most; 0 is Keep/10.
+	PerActor int
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// Logger; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// Log writes and lists entries below a directory.
 type Log struct {
 	s    *recipe.Session
 	dir  string
-	keep int
-	log  *slog.Logger
+	opts Options
 }
 
-// New returns the log in dir keeping the newest keep entries (0: 10000).
-func New(s *recipe.Session, dir string, keep int, log *slog.Logger) *Log {
-	if keep <= 0 {
-		keep = 10000
+// New returns the log in dir with opts' retention.
+func New(s *recipe.Session, dir string, opts Options) *Log {
+	if opts.Keep <= 0 {
+		opts.Keep = 10000
 	}
-	if log == nil {
-		log = slog.Default()
+	if opts.MaxAge <= 0 {
+		opts.MaxAge = 90 * 24 * time.Hour
 	}
-	return &Log{s: s, dir: dir, keep: keep, log: log}
+	if opts.PerActor <= 0 {
+		opts.PerActor = max(1, opts.Keep/10)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Log{s: s, dir: dir, opts: opts}
 }
-
-const prefix = "e-"
 
 // Write appends e, then trims the log to its retention.
 func (l *Log) Write(ctx context.Context, e Entry) error {
 	e.Version = 1
 	if e.Time.IsZero() {
-		e.Time = time.Now().UTC()
+		e.Time = l.opts.Now().UTC()
 	}
 	data, err := json.Marshal(e)
 	if err != nil || len(data) > MaxEntry {
@@ -81,44 +121,100 @@ func (l *Log) Write(ctx context.Context, e Entry) error {
 			return err
 		}
 		var err error
-		name, err = l.s.Create(ctx, l.dir+"/"+prefix, data, zk.FlagPersistent|zk.FlagSequence, nil)
+		name, err = l.s.Create(ctx, l.dir+"/"+nodePrefix(e), data, zk.FlagPersistent|zk.FlagSequence, nil)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("audit: write %s of %s by %s: %w", e.Action, e.Target, e.User, err)
+		return fmt.Errorf("audit: write %s of %s by %s to %s: %w", e.Action, e.Target, e.User, l.dir, err)
 	}
 	// Trim every 16th entry: one listing per 16 writes.
-	if seqOf(name)%16 == 0 {
+	if parseName(name).seq%16 == 0 {
 		l.trim(ctx)
 	}
 	return nil
 }
 
-func seqOf(name string) int {
-	var n int
-	if len(name) >= 10 {
-		fmt.Sscanf(name[len(name)-10:], "%d", &n)
+// nodePrefix is the name of e's node before its sequence number.
+func nodePrefix(e Entry) string {
+	actor := e.Actor
+	if actor == "" {
+		actor = e.User
+	}
+	return "e-" + strconv.FormatInt(e.Time.Unix(), 10) + "-" + actorTag(actor) + "-"
+}
+
+// actorTag is a short fixed-size name of an actor, safe in a node name.
+func actorTag(actor string) string {
+	sum := sha256.Sum256([]byte(actor))
+	return hex.EncodeToString(sum[:4])
+}
+
+// node is what an entry's name tells: e-<unix>-<tag>-<seq>; entries
+// written before retention by age and actor are e-<seq>, with no time
+// (never too old) and one shared tag.
+type node struct {
+	name string
+	unix int64 // 0: unknown
+	tag  string
+	seq  int
+}
+
+func parseName(name string) node {
+	n := node{name: name}
+	if len(name) < 10 {
+		return n
+	}
+	n.seq, _ = strconv.Atoi(name[len(name)-10:])
+	parts := strings.Split(strings.TrimPrefix(name[:len(name)-10], "e-"), "-")
+	if len(parts) == 3 {
+		n.unix, _ = strconv.ParseInt(parts[0], 10, 64)
+		n.tag = parts[1]
 	}
 	return n
 }
 
-// trim deletes the oldest entries beyond the retention; failures are
-// logged and retried at the next trim.
+// trim deletes the entries beyond the retention; failures are logged
+// and retried at the next trim.
 func (l *Log) trim(ctx context.Context) {
-	names, err := l.names(ctx)
+	nodes, err := l.nodes(ctx)
 	if err != nil {
-		l.log.Warn("audit: listing for retention failed", "dir", l.dir, "err", err)
+		l.opts.Logger.Warn("audit: listing for retention failed", "dir", l.dir, "err", err)
 		return
 	}
-	for _, n := range names[:max(0, len(names)-l.keep)] {
+	for _, n := range expired(nodes, l.opts) {
 		if err := l.s.Delete(ctx, l.dir+"/"+n, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			l.log.Warn("audit: deleting an entry beyond retention failed", "node", n, "err", err)
+			l.opts.Logger.Warn("audit: deleting an entry beyond retention failed", "dir", l.dir, "node", n, "err", err)
 			return
 		}
 	}
 }
 
-func (l *Log) names(ctx context.Context) ([]string, error) {
+// expired are the names of the entries retention deletes, of nodes
+// sorted oldest first: walking from the newest, those older than MaxAge,
+// those of an actor with PerActor newer ones, and those with Keep newer
+// ones kept.
+func expired(nodes []node, opts Options) []string {
+	oldest := opts.Now().Add(-opts.MaxAge).Unix()
+	perActor := map[string]int{}
+	kept := 0
+	var out []string
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
+		// An entry from before actor tags has no actor to charge: only
+		// the count applies to it, so an upgrade deletes nothing at once.
+		overQuota := n.tag != "" && perActor[n.tag] >= opts.PerActor
+		if (n.unix != 0 && n.unix < oldest) || overQuota || kept >= opts.Keep {
+			out = append(out, n.name)
+			continue
+		}
+		perActor[n.tag]++
+		kept++
+	}
+	return out
+}
+
+// nodes lists the entries, oldest first.
+func (l *Log) nodes(ctx context.Context) ([]node, error) {
 	var names []string
 	err := l.s.Retry(ctx, func() (err error) {
 		names, _, err = l.s.Children(ctx, l.dir)
@@ -127,39 +223,45 @@ func (l *Log) names(ctx context.Context) ([]string, error) {
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
 	}
-	slices.Sort(names) // sequence numbers are zero-padded
-	return names, err
+	nodes := make([]node, len(names))
+	for i, n := range names {
+		nodes[i] = parseName(n)
+	}
+	slices.SortFunc(nodes, func(a, b node) int { return a.seq - b.seq })
+	return nodes, err
 }
 
 // List returns the newest entries first, at most limit of them, older
 // than the entry named before ("" for the newest).
 func (l *Log) List(ctx context.Context, limit int, before string) ([]Entry, error) {
-	names, err := l.names(ctx)
+	nodes, err := l.nodes(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("audit: list %s: %w", l.dir, err)
 	}
 	if before != "" {
-		i, _ := slices.BinarySearch(names, before)
-		names = names[:i]
+		seq := parseName(before).seq
+		i, _ := slices.BinarySearchFunc(nodes, seq, func(n node, seq int) int { return n.seq - seq })
+		nodes = nodes[:i]
 	}
 	out := []Entry{}
-	for i := len(names) - 1; i >= 0 && len(out) < limit; i-- {
+	for i := len(nodes) - 1; i >= 0 && len(out) < limit; i-- {
+		name := nodes[i].name
 		var data []byte
 		err := l.s.Retry(ctx, func() (err error) {
-			data, _, err = l.s.Get(ctx, l.dir+"/"+names[i])
+			data, _, err = l.s.Get(ctx, l.dir+"/"+name)
 			return err
 		})
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // trimmed meanwhile
 		}
 		if err != nil {
-			return nil, fmt.Errorf("audit: read %s: %w", names[i], err)
+			return nil, fmt.Errorf("audit: read %s/%s: %w", l.dir, name, err)
 		}
 		var e Entry
 		if json.Unmarshal(data, &e) != nil {
-			e = Entry{Action: "undecodable", Target: names[i]}
+			e = Entry{Action: "undecodable", Target: name}
 		}
-		e.Seq = names[i]
+		e.Seq = name
 		out = append(out, e)
 	}
 	return out, nil

@@ -30,15 +30,15 @@ func TestRetentionOrderAndBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		l := New(s, "/shepherd/console/audit", 20, nil)
+		l := New(s, "/shepherd/console/audit", Options{Keep: 20, PerActor: 20})
 		for i := range 64 {
 			if err := l.Write(ctx, Entry{User: "alice", Action: "task.stop", Target: fmt.Sprintf("task/t%02d", i)}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		names, err := l.names(ctx)
-		if err != nil || len(names) > 20+16 || len(names) < 20 {
-			t.Fatalf("%d entries kept (%v), want 20 to 36", len(names), err)
+		nodes, err := l.nodes(ctx)
+		if err != nil || len(nodes) > 20+16 || len(nodes) < 20 {
+			t.Fatalf("%d entries kept (%v), want 20 to 36", len(nodes), err)
 		}
 		page, err := l.List(ctx, 5, "")
 		if err != nil || len(page) != 5 || page[0].Target != "task/t63" || page[4].Target != "task/t59" {
@@ -57,4 +57,77 @@ func TestRetentionOrderAndBounds(t *testing.T) {
 			t.Fatalf("oversized entry stored as %+v", got)
 		}
 	})
+}
+
+// TestAttackFloodKeepsOthersEntries: an actor that writes entry after
+// entry (an operator's failing actions, a guesser's failed logins)
+// pushes out only its own older entries: another actor's earlier ones
+// stay, and the flood keeps about its quota.
+func TestAttackFloodKeepsOthersEntries(t *testing.T) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		s, err := recipe.Dial(ctx, tg.Chroot(t, "auditflood"), recipe.Options{Auth: coordtest.Auth})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		l := New(s, "/shepherd/console/audit", Options{Keep: 40, PerActor: 8})
+		for i := range 3 {
+			if err := l.Write(ctx, Entry{User: "alice", Action: "task.stop", Target: fmt.Sprintf("task/a%d", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 200 {
+			if err := l.Write(ctx, Entry{User: "mallory", Action: "task.stop", Target: fmt.Sprintf("task/m%d", i), Error: "no such task"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all, err := l.List(ctx, 1000, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := map[string]int{}
+		for _, e := range all {
+			count[e.User]++
+		}
+		// Trimming runs every 16th write, so up to 15 more than the quota.
+		if count["alice"] != 3 || count["mallory"] < 8 || count["mallory"] > 8+15 {
+			t.Fatalf("after the flood: %v entries by actor; want alice's 3 and 8 to 23 of mallory's", count)
+		}
+		if all[0].Target != "task/m199" {
+			t.Fatalf("newest entry %+v, want the flood's last", all[0])
+		}
+	})
+}
+
+// TestRetentionRules: which entries go, by age, by actor and by count,
+// from names alone (entries of before actor tags count but have no
+// quota).
+func TestRetentionRules(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	name := func(age time.Duration, actor string, seq int) string {
+		return nodePrefix(Entry{Time: now.Add(-age), User: actor}) + fmt.Sprintf("%010d", seq)
+	}
+	names := []string{
+		name(48*time.Hour, "alice", 1), // too old
+		"e-0000000002",                 // legacy: no time, no actor
+		name(time.Hour, "alice", 3),
+		name(time.Minute, "bob", 4), // bob's 3rd newest: beyond quota 2
+		name(time.Minute, "bob", 5),
+		name(time.Minute, "bob", 6),
+		"e-0000000007",
+	}
+	var nodes []node
+	for _, n := range names {
+		nodes = append(nodes, parseName(n))
+	}
+	opts := Options{Keep: 4, PerActor: 2, MaxAge: 24 * time.Hour, Now: func() time.Time { return now }}
+	got := expired(nodes, opts)
+	// Newest first: 7 (legacy), 6, 5 (bob's 2), 4 (bob over quota), 3
+	// (alice: the 4th kept), 2 (beyond Keep), 1 (too old and beyond Keep).
+	want := []string{names[3], names[1], names[0]}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("expired = %v, want %v", got, want)
+	}
 }

@@ -1,6 +1,7 @@
 // Package auth owns the console's accounts: users (bcrypt hashes, one of
-// three roles), API tokens (only a SHA-256 of each is stored), and the
-// key that signs session cookies. All of it lives in the coordination
+// three roles), API tokens (only a SHA-256 of each is stored), the key
+// that signs session cookies, and the sessions (one node each, deleted
+// by logout or a password change: cookie.go). All of it lives in the coordination
 // service below Root, in nodes only the console's credential may read or
 // write (the session's SecretACL), so every console process of a cluster
 // accepts the same logins and cookies and none keeps state of its own.

@@ -115,6 +115,9 @@ type Options struct {
 	CacheTTL time.Duration
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// Compare checks a password against a bcrypt hash; nil is
+	// bcrypt.CompareHashAndPassword (tests count and hold the checks).
+	Compare func(hash, password []byte) error
 }
 
 // Store reads and writes the accounts through a Session.
@@ -125,6 +128,9 @@ type Store struct {
 	mu    sync.Mutex
 	users map[string]cachedUser // by name; bounded by the users that exist
 	key   []byte                // session key, once read
+
+	dummyOnce sync.Once
+	dummy     []byte // see dummyHash
 }
 
 type cachedUser struct {
@@ -146,6 +152,9 @@ func NewStore(s *recipe.Session, opts Options) *Store {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Compare == nil {
+		opts.Compare = bcrypt.CompareHashAndPassword
 	}
 	return &Store{s: s, opts: opts, users: map[string]cachedUser{}}
 }
@@ -199,6 +208,7 @@ func (st *Store) AddUser(ctx context.Context, name string, role Role, password [
 	}
 	u := User{Version: 1, Name: name, Role: role, Hash: string(hash), Created: st.opts.Now().UTC()}
 	data, _ := json.Marshal(u)
+	replaced := false
 	err = st.s.Retry(ctx, func() error {
 		if err := st.ensureDir(ctx, st.usersDir()); err != nil {
 			return err
@@ -212,6 +222,7 @@ func (st *Store) AddUser(ctx context.Context, name string, role Role, password [
 				return err
 			}
 			_, err = st.s.Set(ctx, st.userPath(name), data, -1)
+			replaced = err == nil
 		}
 		return err
 	})
@@ -219,6 +230,11 @@ func (st *Store) AddUser(ctx context.Context, name string, role Role, password [
 		return fmt.Errorf("auth: add user %q: %w", name, err)
 	}
 	st.forget(name)
+	if replaced {
+		// A new password or role: whoever is logged in as the user logs
+		// in again, under the new one.
+		return st.EndSessions(ctx, name)
+	}
 	return nil
 }
 
@@ -246,7 +262,7 @@ func (st *Store) ensureDir(ctx context.Context, dir string) error {
 	return nil
 }
 
-// RemoveUser deletes a user and its tokens.
+// RemoveUser deletes a user, its sessions and its tokens.
 func (st *Store) RemoveUser(ctx context.Context, name string) error {
 	if err := CheckName(name); err != nil {
 		return err
@@ -259,6 +275,9 @@ func (st *Store) RemoveUser(ctx context.Context, name string) error {
 		return fmt.Errorf("auth: remove user %q: %w", name, err)
 	}
 	st.forget(name)
+	if err := st.EndSessions(ctx, name); err != nil {
+		return err
+	}
 	toks, err := st.Tokens(ctx)
 	if err != nil {
 		return err
@@ -376,21 +395,28 @@ func (st *Store) forget(name string) {
 }
 
 // dummyHash is compared against when the user does not exist, so that
-// a login takes as long for an unknown user as for a wrong password.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("shepherd-no-such-user"), bcrypt.DefaultCost)
+// a login takes as long for an unknown user as for a wrong password: a
+// hash of the store's cost, the cost of the hashes it makes. It is made
+// at the first unknown user, not at the start of every process.
+func (st *Store) dummyHash() []byte {
+	st.dummyOnce.Do(func() {
+		st.dummy, _ = bcrypt.GenerateFromPassword([]byte("shepherd-no-such-user"), st.opts.BcryptCost)
+	})
+	return st.dummy
+}
 
 // Login checks a user name and password. Wrong name and wrong password
 // are the same ErrBadLogin.
 func (st *Store) Login(ctx context.Context, name string, password []byte) (User, error) {
 	u, err := st.read(ctx, name)
 	if errors.Is(err, ErrNoUser) {
-		_ = bcrypt.CompareHashAndPassword(dummyHash, password)
+		_ = st.opts.Compare(st.dummyHash(), password)
 		return User{}, ErrBadLogin
 	}
 	if err != nil {
 		return User{}, err
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.Hash), password) != nil {
+	if st.opts.Compare([]byte(u.Hash), password) != nil {
 		return User{}, ErrBadLogin
 	}
 	return u, nil

@@ -75,30 +75,49 @@ func TestUsersLoginTokensAndCookies(t *testing.T) {
 		}
 
 		// Cookies: accepted by another console (another Store, same key
-		// node), refused when tampered, expired, or after a password change.
-		key, err := st.SessionKey(ctx)
+		// and session nodes), refused when tampered, expired, logged out,
+		// or after a password change: at once, on the other console too.
+		other := newStore(t, dial(t, connect, coordtest.Auth), func() time.Time { return clock })
+		c, err := st.CreateSession(ctx, u, clock.Add(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
-		other := newStore(t, dial(t, connect, coordtest.Auth), func() time.Time { return clock })
-		c := SignSession(key, u, clock.Add(time.Hour))
 		if got, err := other.VerifySession(ctx, c); err != nil || got.Name != "alice" {
 			t.Fatalf("cookie on another console: %+v, %v", got, err)
 		}
-		for _, bad := range []string{c + "x", strings.Replace(c, "v1.", "v1.Ym9i", 1), "v1.YWxpY2U.99999999999.AAAA", ""} {
+		for _, bad := range []string{c + "x", strings.Replace(c, "v2.", "v2.Ym9i", 1), "v2.YWxpY2U.aaaaaaaaaaaaaaaa.99999999999.AAAA", ""} {
 			if _, err := other.VerifySession(ctx, bad); err == nil {
 				t.Fatalf("tampered cookie %q accepted", bad)
 			}
 		}
-		if _, err := other.VerifySession(ctx, SignSession(key, u, clock.Add(-time.Second))); err == nil {
+		expired, err := st.CreateSession(ctx, u, clock.Add(-time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.VerifySession(ctx, expired); err == nil {
 			t.Fatal("expired cookie accepted")
+		}
+		loggedOut, err := st.CreateSession(ctx, u, clock.Add(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.EndSession(ctx, loggedOut); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.VerifySession(ctx, loggedOut); !errors.Is(err, ErrBadLogin) {
+			t.Fatalf("a logged-out cookie: got %v, want ErrBadLogin", err)
+		}
+		if _, err := st.VerifySession(ctx, c); err != nil {
+			t.Fatalf("logging out one session ended another: %v", err)
 		}
 		if err := st.AddUser(ctx, "alice", Admin, []byte("new battery staple"), true); err != nil {
 			t.Fatal(err)
 		}
-		clock = clock.Add(3 * time.Second) // past the user cache
 		if _, err := other.VerifySession(ctx, c); err == nil {
 			t.Fatal("a cookie from before the password change was accepted")
+		}
+		if names, _ := st.children(ctx, st.sessionsDir("alice")); len(names) != 0 {
+			t.Fatalf("sessions left after the password change: %v", names)
 		}
 
 		// Tokens: shown once, only a digest stored, revocable, gone with the user.
@@ -148,6 +167,52 @@ func TestAttackForgedUserRecord(t *testing.T) {
 		}
 		if _, err := st.SessionKey(ctx); !errors.Is(err, recipe.ErrUntrusted) {
 			t.Fatalf("session key below a world-writable root: got %v, want ErrUntrusted", err)
+		}
+	})
+}
+
+// TestSessionsAreBounded: a user's expired sessions are deleted at its
+// next login, and a user keeps at most maxSessions, the oldest going
+// first: logging in again and again cannot grow the tree.
+func TestSessionsAreBounded(t *testing.T) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := context.Background()
+		s := dial(t, tg.Chroot(t, "sessions"), coordtest.Auth)
+		clock := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+		st := newStore(t, s, func() time.Time { return clock })
+		if err := st.AddUser(ctx, "alice", Viewer, []byte("correct horse"), false); err != nil {
+			t.Fatal(err)
+		}
+		u, err := st.User(ctx, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		short, err := st.CreateSession(ctx, u, clock.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock = clock.Add(2 * time.Minute)
+		var first string
+		for i := range maxSessions + 3 {
+			c, err := st.CreateSession(ctx, u, clock.Add(time.Hour+time.Duration(i)*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = c
+			}
+		}
+		names, err := st.children(ctx, st.sessionsDir("alice"))
+		if err != nil || len(names) != maxSessions {
+			t.Fatalf("%d sessions kept (%v), want %d", len(names), err, maxSessions)
+		}
+		for _, n := range names {
+			if expiryOf(n) <= clock.Unix() {
+				t.Errorf("expired session %s kept (the one of %s)", n, short)
+			}
+		}
+		if _, err := st.VerifySession(ctx, first); !errors.Is(err, ErrBadLogin) {
+			t.Errorf("the oldest session, beyond the bound, was accepted: %v", err)
 		}
 	})
 }
