@@ -231,12 +231,27 @@ func TestStateAnAnonymousClientWroteIsNotSent(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := newReceiver(t)
-		m, _ := startMonitor(t, dial(t, connect, recipe.Options{Auth: coordtest.Auth}), cluster.NewFixed(failedSnap()), testConfig(r), Deps{})
+		own := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		m, _ := startMonitor(t, own, cluster.NewFixed(failedSnap()), testConfig(r), Deps{})
 		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
 		waitEvaluations(t, m, 3)
 		for _, got := range r.all() {
 			if got.ID == "evil" || got.Summary == "click here" {
 				t.Fatalf("sent the attacker's notification: %+v", got)
+			}
+		}
+		// The state was written anew under the monitor's ACL: later
+		// evaluations trust it instead of starting over and firing again.
+		if n := r.count(RuleTaskFailed, StatusFiring); n != 1 {
+			t.Fatalf("%d firing notifications after 3 evaluations, want 1: %+v", n, r.all())
+		}
+		acl, _, err := own.GetACL(ctx, StatePath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range acl {
+			if a.Scheme == "world" && a.Perms&^zk.PermRead != 0 {
+				t.Fatalf("the state node still grants %v to world:anyone: the monitor did not write it anew", acl)
 			}
 		}
 	})
