@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -193,25 +192,21 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request, p principal) er
 	return nil
 }
 
-// readSpec decodes a task spec body: the JSON of `ctl task add`.
-func readSpec(w http.ResponseWriter, r *http.Request) (*core.Spec, error) {
-	data, err := readBody(w, r)
-	if err != nil {
+// readSpec decodes a task spec body (the JSON of `ctl task add`), fills
+// in its defaults and validates it.
+func (s *Server) readSpec(w http.ResponseWriter, r *http.Request) (*core.Spec, error) {
+	var sp core.Spec
+	if err := readJSON(w, r, &sp); err != nil {
 		return nil, err
 	}
-	return core.ParseSpec(data)
-}
-
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	var raw json.RawMessage
-	if err := readJSON(w, r, &raw); err != nil {
+	if err := sp.Complete(); err != nil {
 		return nil, err
 	}
-	return raw, nil
+	return &sp, nil
 }
 
 func (s *Server) apiCreateTask(w http.ResponseWriter, r *http.Request, p principal) error {
-	sp, err := readSpec(w, r)
+	sp, err := s.readSpec(w, r)
 	if err == nil {
 		err = s.tasks.AddTask(r.Context(), sp, false)
 	}
@@ -239,7 +234,7 @@ func (s *Server) apiUpdateTask(w http.ResponseWriter, r *http.Request, p princip
 	if err != nil {
 		return err
 	}
-	sp, err := readSpec(w, r)
+	sp, err := s.readSpec(w, r)
 	if err != nil {
 		return err
 	}
@@ -397,7 +392,7 @@ func (s *Server) apiSkipEvent(w http.ResponseWriter, r *http.Request, p principa
 }
 
 func (s *Server) apiValidate(w http.ResponseWriter, r *http.Request, p principal) error {
-	sp, err := readSpec(w, r)
+	sp, err := s.readSpec(w, r)
 	if err != nil {
 		return err
 	}

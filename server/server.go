@@ -157,7 +157,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "cross_origin", Message: "cross-origin request refused: use the console's own pages or a client without browser origin headers"})
 	}))
-	s.handler = securityHeaders(cop.Handler(s.mux))
+	s.handler = securityHeaders(cop.Handler(requireJSONBodies(s.mux)))
 	return s, nil
 }
 
