@@ -136,15 +136,22 @@ func redactStatus(ts core.TaskStatus) core.TaskStatus {
 // etag is a task node's version as an entity tag.
 func etag(version int32) string { return `"` + strconv.Itoa(int(version)) + `"` }
 
-// ifMatch reads the If-Match header: the version the client read.
+// ifMatch reads the If-Match header: the version the client read, an
+// ETag this console sent (a quoted decimal, possibly weak). Anything else
+// is refused with 412 rather than read as a number: "-1" would otherwise
+// be ZooKeeper's "any version" and overwrite a concurrent edit, and "*"
+// would mean any version too.
 func ifMatch(r *http.Request) (int32, error) {
 	h := strings.TrimSpace(r.Header.Get("If-Match"))
 	if h == "" {
 		return 0, errorf(http.StatusPreconditionRequired, "if_match_required", "send If-Match with the ETag of the task as read (GET /api/v1/tasks/{task}), so that a concurrent change is not overwritten")
 	}
-	v, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(h, "W/"), `"`), 10, 32)
-	if err != nil {
-		return 0, errorf(http.StatusBadRequest, "invalid", "If-Match "+strconv.Quote(h)+": want the ETag of GET /api/v1/tasks/{task}")
+	tag := strings.TrimPrefix(h, "W/")
+	digits, quoted := strings.CutPrefix(tag, `"`)
+	digits, closed := strings.CutSuffix(digits, `"`)
+	v, err := strconv.ParseInt(digits, 10, 32)
+	if !quoted || !closed || err != nil || v < 0 || strconv.FormatInt(v, 10) != digits {
+		return 0, errorf(http.StatusPreconditionFailed, "version_conflict", "If-Match "+strconv.Quote(h)+" is not a version of the task: send the ETag of GET /api/v1/tasks/{task} as read")
 	}
 	return int32(v), nil
 }
