@@ -95,7 +95,7 @@ type Server struct {
 	lags    lagHistory
 	// patterns are the routes installed, for the OpenAPI test.
 	patterns []string
-	streams  slots
+	streams  *streamQuota
 }
 
 // New builds a console. It reads nothing yet: the session key is
@@ -139,7 +139,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		tasks:   core.NewAdmin(deps.Session, cfg.CoreRoot),
 		limiter: newLimiter(cfg.LoginFailures, cfg.LoginWindow, deps.Now),
 		metrics: newMetrics(deps.Registerer),
-		streams: slots{max: maxStreams},
+		streams: newStreamQuota(maxStreams, maxUserStreams),
 	}
 	s.audit = audit.New(deps.Session, auth.Root+"/audit", cfg.AuditKeep, s.log)
 	var err error
