@@ -52,7 +52,7 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		}
 		return principal{User: u.Name, Role: u.Role, Via: "api"}, nil
 	}
-	c, err := r.Cookie(cookieName)
+	c, err := r.Cookie(s.sessionCookieName(r))
 	if err != nil {
 		return principal{}, errUnauthenticated
 	}
@@ -195,10 +195,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	exp := s.deps.Now().Add(s.cfg.SessionTTL)
-	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: auth.SignSession(key, u, exp), Path: "/", Expires: exp,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.cfg.TLSCert != "" || s.cfg.SecureCookies || r.TLS != nil,
-	})
+	http.SetCookie(w, s.sessionCookie(r, auth.SignSession(key, u, exp), exp))
 	s.log.Info("login", "user", u.Name, "role", u.Role, "remote", clientAddr(r))
 	if form {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
@@ -218,7 +215,7 @@ func (s *Server) loginFailed(w http.ResponseWriter, r *http.Request, form bool, 
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, s.sessionCookie(r, "", time.Time{}))
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		w.WriteHeader(http.StatusNoContent)
 		return

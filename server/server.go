@@ -157,7 +157,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "cross_origin", Message: "cross-origin request refused: use the console's own pages or a client without browser origin headers"})
 	}))
-	s.handler = securityHeaders(cop.Handler(requireJSONBodies(s.mux)))
+	s.handler = s.securityHeaders(cop.Handler(requireJSONBodies(s.mux)))
 	return s, nil
 }
 
@@ -235,10 +235,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // securityHeaders adds the headers every answer carries: no framing, no
-// sniffing, scripts and styles from the console alone, no referrer.
-func securityHeaders(h http.Handler) http.Handler {
+// sniffing, scripts and styles from the console alone, no referrer; and
+// under TLS, HSTS, so that a browser that has seen the console once never
+// sends its cookie over plain HTTP to someone on the path.
+func (s *Server) securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
+		if s.secure(r) {
+			hd.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
