@@ -200,13 +200,17 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request, p principal) er
 }
 
 // readSpec decodes a task spec body (the JSON of `ctl task add`), fills
-// in its defaults and validates it.
+// in its defaults, validates it, and refuses a database host off the
+// --db-allow list.
 func (s *Server) readSpec(w http.ResponseWriter, r *http.Request) (*core.Spec, error) {
 	var sp core.Spec
 	if err := readJSON(w, r, &sp); err != nil {
 		return nil, err
 	}
 	if err := sp.Complete(); err != nil {
+		return nil, err
+	}
+	if err := s.dbAllow.check(&sp); err != nil {
 		return nil, err
 	}
 	return &sp, nil

@@ -49,6 +49,10 @@ type Config struct {
 	// SecureCookies forces the Secure attribute without TLS here (a TLS
 	// terminating proxy in front).
 	SecureCookies bool
+	// DBAllow lists the database hosts (CIDRs, IP addresses, host names)
+	// a task spec or a dry run may name through this console; empty
+	// allows any. Names are matched as written, never resolved.
+	DBAllow []string
 }
 
 // Validator is the dry run of a task spec (tasks:validate and the form's
@@ -96,6 +100,7 @@ type Server struct {
 	// patterns are the routes installed, for the OpenAPI test.
 	patterns []string
 	streams  *streamQuota
+	dbAllow  dbAllow
 }
 
 // New builds a console. It reads nothing yet: the session key is
@@ -109,6 +114,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	if cfg.TrustedProxyHeader != "" && len(cfg.TrustedProxies) == 0 {
 		return nil, fmt.Errorf("server: --trusted-proxy-header %s needs --trusted-proxies (the addresses of the proxies allowed to set it)", cfg.TrustedProxyHeader)
+	}
+	allow, err := parseDBAllow(cfg.DBAllow)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.SessionTTL == 0 {
 		cfg.SessionTTL = 12 * time.Hour
@@ -140,9 +149,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		limiter: newLimiter(cfg.LoginFailures, cfg.LoginWindow, deps.Now),
 		metrics: newMetrics(deps.Registerer),
 		streams: newStreamQuota(maxStreams, maxUserStreams),
+		dbAllow: allow,
 	}
 	s.audit = audit.New(deps.Session, auth.Root+"/audit", cfg.AuditKeep, s.log)
-	var err error
 	if s.pages, err = newPages(&s.lags); err != nil {
 		return nil, err
 	}
