@@ -5,11 +5,14 @@
 //
 // Both client libraries parse the server's handshake with unchecked
 // slice indexing: go-sql-driver/mysql v1.10.1 (the newest) panics on a
-// 32-byte handshake, and go-mysql's client on others. A server a task
-// names, or anyone between it and us, chooses those bytes, and a panic in
-// a process that runs many tasks would stop all of them. So every dial is
-// made here, where a panic of the driver becomes ErrMalformedHandshake for
-// that one connection and the process keeps running.
+// 32-byte handshake, and go-mysql's client too. A server a task names, or
+// anyone between it and us, chooses those bytes, and a panic in a process
+// that runs many tasks would stop all of them. So every dial is made
+// here, with two defences: the server's first packet is held back until
+// checkHandshake has found every field the libraries will read
+// (handshake.go), and a panic of either library during the connect is
+// recovered where the connect is made. Either way the connection fails
+// with ErrMalformedHandshake and the process keeps running.
 //
 // It also tells whether a failure came before or after the server's
 // handshake was accepted (HandshakeAccepted): the dry run shows a
@@ -30,7 +33,6 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -69,12 +71,23 @@ func HandshakeAccepted(err error) bool {
 	return errors.As(err, &e) && e.Accepted
 }
 
-// malformed is the error of a driver panic while talking to addr. The
-// panic and its stack go to the log at debug level: they describe the
-// library, the error describes what the operator can do.
-func malformed(addr string, v any, log *slog.Logger) error {
+// malformed is the error of a server at addr whose handshake was refused
+// (by checkHandshake, for why) or made the client library panic.
+func malformed(addr string, why string) error {
+	return fmt.Errorf("%w: the server at %s sent a malformed handshake (%s): is it a MySQL server, and does anything between rewrite the connection?", ErrMalformedHandshake, addr, why)
+}
+
+// recoveredPanics counts the client-library panics recovered: the fuzz
+// target checks that checkHandshake leaves none to recover.
+var recoveredPanics atomic.Int64
+
+// recovered is the error of a panic v of a client library while talking
+// to addr. The panic and its stack go to the log at debug level: they
+// describe the library, the error what the operator can do.
+func recovered(addr string, v any, log *slog.Logger) error {
+	recoveredPanics.Add(1)
 	log.Debug("mysql client library panicked during connect", "server", addr, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-	return fmt.Errorf("%w: the server at %s sent a malformed handshake (is it a MySQL server, and does anything between rewrite the connection?)", ErrMalformedHandshake, addr)
+	return malformed(addr, "the client library failed on it")
 }
 
 // OpenDB is sql.OpenDB for cfg, with every connection of the pool made
@@ -110,13 +123,27 @@ type connector struct {
 type attemptKey struct{}
 
 // attempt is what one Connect learned: the connection it dialled (to
-// close after a panic, which skips the driver's own cleanup) and whether
-// the client wrote to it, which it does only once it has parsed the
+// close after a panic, which skips the driver's own cleanup), why the
+// server's first packet was refused, if it was, and whether the client
+// wrote to the connection, which it does only once it has parsed the
 // server's handshake.
 type attempt struct {
-	mu    sync.Mutex
-	conn  net.Conn
-	wrote atomic.Bool
+	mu      sync.Mutex
+	conn    net.Conn
+	refusal error
+	wrote   atomic.Bool
+}
+
+func (a *attempt) refused(err error) {
+	a.mu.Lock()
+	a.refusal = err
+	a.mu.Unlock()
+}
+
+func (a *attempt) refusalErr() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.refusal
 }
 
 func (c *connector) Connect(ctx context.Context) (conn driver.Conn, err error) {
@@ -126,7 +153,10 @@ func (c *connector) Connect(ctx context.Context) (conn driver.Conn, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			at.closeConn()
-			conn, err = nil, malformed(c.addr, v, c.log)
+			conn, err = nil, recovered(c.addr, v, c.log)
+		}
+		if r := at.refusalErr(); err != nil && r != nil {
+			err = malformed(c.addr, r.Error())
 		}
 		if err != nil {
 			err = &Error{Addr: c.addr, Accepted: at.wrote.Load(), Err: err}
@@ -154,12 +184,12 @@ func dialTracked(ctx context.Context, network, addr string) (net.Conn, error) {
 	}
 	at, _ := ctx.Value(attemptKey{}).(*attempt)
 	if at == nil {
-		return conn, nil
+		return &gatedConn{Conn: conn, refused: func(error) {}}, nil
 	}
 	at.mu.Lock()
 	at.conn = conn
 	at.mu.Unlock()
-	return &trackedConn{Conn: conn, wrote: &at.wrote}, nil
+	return &gatedConn{Conn: conn, refused: at.refused, wrote: &at.wrote}, nil
 }
 
 // Dial is the network dial of every connection to a database server (TCP
@@ -168,27 +198,6 @@ func dialTracked(ctx context.Context, network, addr string) (net.Conn, error) {
 func Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	return d.DialContext(ctx, network, addr)
-}
-
-// trackedConn notes the first write.
-type trackedConn struct {
-	net.Conn
-	wrote *atomic.Bool
-}
-
-func (c *trackedConn) Write(b []byte) (int, error) {
-	c.wrote.Store(true)
-	return c.Conn.Write(b)
-}
-
-// SyscallConn lets the driver check a pooled connection's liveness
-// before reusing it, as it does on the bare TCP connection.
-func (c *trackedConn) SyscallConn() (syscall.RawConn, error) {
-	sc, ok := c.Conn.(syscall.Conn)
-	if !ok {
-		return nil, fmt.Errorf("mysqldial: %T has no file descriptor", c.Conn)
-	}
-	return sc.SyscallConn()
 }
 
 // Dialer dials for one go-mysql binlog syncer (its
@@ -200,6 +209,8 @@ type Dialer struct {
 	// opened are the connections dialled during the current Guard call:
 	// a panic skips the library's cleanup, so Guard closes them.
 	opened []net.Conn
+	// refusal is why a first packet was refused during the call.
+	refusal error
 }
 
 // NewDialer is a Dialer for the server at addr.
@@ -213,34 +224,44 @@ func NewDialer(addr string, log *slog.Logger) *Dialer {
 // Dial is the syncer's dial.
 func (d *Dialer) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	conn, err := Dial(ctx, network, addr)
-	if err == nil {
-		d.mu.Lock()
-		d.opened = append(d.opened, conn)
-		d.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
-	return conn, err
+	d.mu.Lock()
+	d.opened = append(d.opened, conn)
+	d.mu.Unlock()
+	return &gatedConn{Conn: conn, refused: d.refused}, nil
+}
+
+func (d *Dialer) refused(err error) {
+	d.mu.Lock()
+	d.refusal = err
+	d.mu.Unlock()
 }
 
 // Guard runs fn, a call into go-mysql that connects (a syncer's StartSync,
-// or its Close, which connects to KILL the dump), and turns a panic of the
-// library into ErrMalformedHandshake, closing what fn had dialled. The
+// or its Close, which connects to KILL the dump). A first packet the
+// gate refused, or a panic of the library, makes fn's error
+// ErrMalformedHandshake; after a panic Guard closes what fn had dialled. The
 // syncer's own goroutine recovers its panics itself (into the stream's
 // error), and Shepherd turns the syncer's reconnects off, so these calls
 // are the only places go-mysql parses a handshake.
 func (d *Dialer) Guard(fn func() error) (err error) {
 	d.mu.Lock()
-	d.opened = d.opened[:0]
+	d.opened, d.refusal = nil, nil
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
-		opened := d.opened
-		d.opened = nil
+		opened, refusal := d.opened, d.refusal
+		d.opened, d.refusal = nil, nil
 		d.mu.Unlock()
 		if v := recover(); v != nil {
 			for _, c := range opened {
 				c.Close()
 			}
-			err = malformed(d.addr, v, d.log)
+			err = recovered(d.addr, v, d.log)
+		} else if err != nil && refusal != nil {
+			err = malformed(d.addr, refusal.Error())
 		}
 	}()
 	return fn()

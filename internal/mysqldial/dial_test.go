@@ -2,7 +2,9 @@ package mysqldial
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -98,8 +100,9 @@ func TestHandshakeAccepted(t *testing.T) {
 
 // FuzzHandshake feeds arbitrary first packets to the connect of both
 // client libraries, as cores, the monitor and the dry run make it: no
-// input may panic, and none is a successful login (the fake server never
-// says OK).
+// input may panic, none is a successful login (the fake server never
+// says OK), and the handshake check leaves no panic for the recovery to
+// catch (which would leak the driver's watcher goroutine).
 func FuzzHandshake(f *testing.F) {
 	f.Add(MalformedHandshake())
 	f.Add(HandshakeV10("8.0.36"))
@@ -114,11 +117,54 @@ func FuzzHandshake(f *testing.F) {
 	s := fakeServer(f, nil)
 	f.Fuzz(func(t *testing.T, handshake []byte) {
 		s.SetHandshake(handshake)
+		before := recoveredPanics.Load()
 		if err := ping(t, s.Addr()); err == nil {
 			t.Fatal("database/sql: login succeeded against a server that never said OK")
 		}
 		if err := syncerConnect(s.Addr()); err == nil {
 			t.Fatal("binlog syncer: login succeeded against a server that never said OK")
 		}
+		if n := recoveredPanics.Load() - before; n != 0 {
+			t.Fatalf("%d client-library panics got past checkHandshake", n)
+		}
 	})
+}
+
+// panicking is a driver connector whose Connect panics, as go-sql-driver's
+// did on the 32-byte handshake.
+type panicking struct{ driver.Connector }
+
+func (panicking) Connect(context.Context) (driver.Conn, error) { panic("index out of range") }
+
+// Should a handshake pass the check and still make a client library
+// panic (or a panic come later in the login), the recovery at the dial
+// boundary turns it into the error, for both libraries.
+func TestPanicAtTheDialBoundaryIsRecovered(t *testing.T) {
+	before := recoveredPanics.Load()
+	c := &connector{inner: panicking{}, addr: "192.0.2.1:3306", timeout: time.Second, log: slog.New(slog.DiscardHandler)}
+	if _, err := c.Connect(context.Background()); !errors.Is(err, ErrMalformedHandshake) || !strings.Contains(err.Error(), "192.0.2.1:3306") {
+		t.Errorf("database/sql connector: %v, want ErrMalformedHandshake naming the server", err)
+	}
+	err := NewDialer("192.0.2.1:3306", nil).Guard(func() error { panic("slice bounds out of range") })
+	if !errors.Is(err, ErrMalformedHandshake) {
+		t.Errorf("binlog syncer guard: %v, want ErrMalformedHandshake", err)
+	}
+	if n := recoveredPanics.Load() - before; n != 2 {
+		t.Errorf("%d panics counted, want 2", n)
+	}
+}
+
+// Real servers' handshakes pass the check: they are what every test
+// against MariaDB dials too; these are the layouts of MySQL 8 and of a
+// server announcing a longer scramble.
+func TestCheckHandshakeAcceptsWellFormed(t *testing.T) {
+	long := HandshakeV10("8.0.36")
+	scrambleLenAt := 1 + len("8.0.36") + 1 + 15 + 5
+	long[scrambleLenAt] = 30 // 22 bytes of part 2, the plugin name's NUL among them
+	for name, p := range map[string][]byte{"mysql 8": HandshakeV10("8.0.36"), "mariadb": HandshakeV10("5.5.5-10.11.6-MariaDB"), "long scramble": long,
+		"error instead": ErrPacket(1130, "HY000", "Host '10.0.0.1' is not allowed to connect to this MariaDB server")} {
+		if err := checkHandshake(p); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }

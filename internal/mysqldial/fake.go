@@ -121,13 +121,9 @@ func skipPacket(r io.Reader) (byte, error) {
 	return hdr[3], err
 }
 
-// Capability flags of the handshake that HandshakeV10 sets.
-const (
-	capLongPassword     = 1 << 0
-	capProtocol41       = 1 << 9
-	capSecureConnection = 1 << 15
-	capPluginAuth       = 1 << 19
-)
+// capLongPassword is the one capability HandshakeV10 sets that the
+// check does not read.
+const capLongPassword = 1 << 0
 
 // HandshakeV10 is a well-formed initial handshake of a MySQL server of
 // version, offering mysql_native_password.
@@ -138,7 +134,7 @@ func HandshakeV10(version string) []byte {
 	b = binary.LittleEndian.AppendUint32(b, 7) // connection id
 	b = append(b, "abcdefgh"...)               // auth-plugin-data part 1
 	b = append(b, 0)                           // filler
-	caps := uint32(capLongPassword | capProtocol41 | capSecureConnection | capPluginAuth)
+	caps := uint32(capLongPassword | capProtocol41 | capSecureConn | capPluginAuth)
 	b = binary.LittleEndian.AppendUint16(b, uint16(caps))
 	b = append(b, 45)                          // utf8mb4_general_ci
 	b = binary.LittleEndian.AppendUint16(b, 2) // status: autocommit
