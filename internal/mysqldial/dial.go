@@ -38,9 +38,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-// ErrMalformedHandshake reports a server whose handshake (or login reply)
-// made the client library panic: not a MySQL server, or something between
-// rewrote the bytes.
+// ErrMalformedHandshake reports a server whose first packet the check
+// refused, or whose handshake (or login reply) made a client library
+// panic: not a MySQL server, or something between rewrote the bytes.
 var ErrMalformedHandshake = errors.New("mysqldial: malformed handshake")
 
 // DefaultTimeout bounds a connect, handshake and login when the caller's
@@ -49,7 +49,8 @@ var ErrMalformedHandshake = errors.New("mysqldial: malformed handshake")
 const DefaultTimeout = 10 * time.Second
 
 // Error is a failed connect to Addr. Err is the client library's error,
-// so errors.As still finds a *mysql.MySQLError in it.
+// so errors.As still finds a *mysql.MySQLError in it; its message is
+// Err's, as every caller names the server it was connecting to.
 type Error struct {
 	Addr string
 	// Accepted is whether the server's handshake was parsed and the
@@ -58,7 +59,7 @@ type Error struct {
 	Err      error
 }
 
-func (e *Error) Error() string { return "connect to " + e.Addr + ": " + e.Err.Error() }
+func (e *Error) Error() string { return e.Err.Error() }
 
 func (e *Error) Unwrap() error { return e.Err }
 
@@ -193,8 +194,8 @@ func dialTracked(ctx context.Context, network, addr string) (net.Conn, error) {
 }
 
 // Dial is the network dial of every connection to a database server (TCP
-// keep-alives on, as the drivers set them). It is go-mysql's
-// BinlogSyncerConfig.Dialer.
+// keep-alives on, as the drivers set them), under OpenDB's pools and a
+// Dialer's syncer alike.
 func Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	return d.DialContext(ctx, network, addr)
