@@ -160,11 +160,18 @@ func ParseSpec(data []byte) (*Spec, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: more than one document", ErrInvalidSpec)
 	}
-	sp.setDefaults()
-	if err := sp.Validate(); err != nil {
+	if err := sp.Complete(); err != nil {
 		return nil, err
 	}
 	return &sp, nil
+}
+
+// Complete fills in the defaults of a decoded spec and validates it: what
+// ParseSpec does after decoding, for a caller that decodes the spec
+// itself (the console decodes its JSON strictly, as it does every body).
+func (sp *Spec) Complete() error {
+	sp.setDefaults()
+	return sp.Validate()
 }
 
 // decodeStoredSpec reads a spec as stored in a task node (JSON).
@@ -178,8 +185,7 @@ func decodeStoredSpec(name string, data []byte) (*Spec, error) {
 	if err := dec.Decode(&sp); err != nil {
 		return nil, fmt.Errorf("%w: task %q: %v", ErrInvalidSpec, name, err)
 	}
-	sp.setDefaults()
-	if err := sp.Validate(); err != nil {
+	if err := sp.Complete(); err != nil {
 		return nil, fmt.Errorf("task %q: %w", name, err)
 	}
 	if sp.Name != name {

@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/mysqldial"
 )
 
 // BinlogFile is one binary log a source still has.
@@ -73,11 +74,10 @@ func readSource(ctx context.Context, addr, user, password string, r *SourceReadi
 	cfg := mysql.NewConfig()
 	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = user, password, "tcp", addr
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = sourceTimeout, sourceTimeout, sourceTimeout
-	conn, err := mysql.NewConnector(cfg)
+	db, err := mysqldial.OpenDB(cfg, nil)
 	if err != nil {
 		return err
 	}
-	db := sql.OpenDB(conn)
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	rows, err := db.QueryContext(ctx, "SHOW BINARY LOGS")

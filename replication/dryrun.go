@@ -3,9 +3,14 @@ package replication
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/shepherd-dev/shepherd/internal/mysqldial"
 )
 
 // Check is one verdict of a dry run.
@@ -66,7 +71,7 @@ func DryRun(ctx context.Context, cfg Config, start string) (DryRunReport, error)
 		defer tgt.Close()
 		err := tgt.PingContext(ctx)
 		if err != nil {
-			err = connectError("target", cfg.Target, err)
+			err = dryRunConnectError("target", cfg.Target, err)
 		}
 		add("target connect", err, "connected to "+cfg.Target.String())
 		if err == nil {
@@ -81,10 +86,25 @@ func DryRun(ctx context.Context, cfg Config, start string) (DryRunReport, error)
 	return rep, nil
 }
 
+// dryRunConnectError is the dry run's verdict on a failed connect. Anyone
+// who may test a connection chooses the host and port, so the verdict
+// must not tell a closed port from an open one that is not MySQL (a port
+// scanner): every failure to connect or to complete a handshake reads the
+// same. Only a MySQL server's own answer after its handshake was accepted
+// (access denied, unknown database, too many connections) is shown as is,
+// since that server has said what it is already.
+func dryRunConnectError(role string, e Endpoint, err error) error {
+	var me *mysql.MySQLError
+	if mysqldial.HandshakeAccepted(err) && errors.As(err, &me) {
+		return connectError(role, e, err)
+	}
+	return fmt.Errorf("could not reach a MySQL server at %s: check the host and port, and that the server runs and accepts connections from this host", e.Addr())
+}
+
 func dryRunSource(ctx context.Context, db *sql.DB, cfg Config, start string, f *filter, rep *DryRunReport, add func(string, error, string)) {
 	err := db.PingContext(ctx)
 	if err != nil {
-		err = connectError("source", cfg.Source, err)
+		err = dryRunConnectError("source", cfg.Source, err)
 	}
 	add("source connect", err, "connected to "+cfg.Source.String())
 	if err != nil {

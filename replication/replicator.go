@@ -12,6 +12,8 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/shepherd-dev/shepherd/internal/mysqldial"
 )
 
 // Replicator copies one task's changes from its source to its target. Its
@@ -174,12 +176,21 @@ func (r *Replicator) isClosed() bool {
 	return r.closed
 }
 
+// syncer is go-mysql's binlog reader with the dialer that guards the
+// calls that connect to the source (mysqldial.Dialer.Guard).
+type syncer struct {
+	*replication.BinlogSyncer
+	dial *mysqldial.Dialer
+}
+
 // newSyncer configures go-mysql's binlog reader. Its own reconnect loop is
 // off: Run reconnects from the target's checkpoint, which is the only
-// position it can trust after a failure.
-func (r *Replicator) newSyncer() *replication.BinlogSyncer {
+// position it can trust after a failure (and a reconnect in the syncer's
+// goroutine would parse a handshake outside the guard).
+func (r *Replicator) newSyncer() syncer {
 	hb := r.cfg.HeartbeatPeriod
-	return replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+	dial := mysqldial.NewDialer(r.cfg.Source.Addr(), r.log)
+	return syncer{dial: dial, BinlogSyncer: replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
 		ServerID:                r.cfg.ServerID,
 		Flavor:                  r.flavor,
 		Host:                    r.cfg.Source.Host,
@@ -194,20 +205,37 @@ func (r *Replicator) newSyncer() *replication.BinlogSyncer {
 		RenderJSONAsMySQLText:   true,
 		EventCacheCount:         4096,
 		Logger:                  slog.New(quietHandler{r.log.Handler()}),
+		Dialer:                  dial.Dial,
+	})}
+}
+
+// Close stops the syncer. It connects to the source to end the dump
+// thread (KILL), so it runs under the guard too.
+func (s syncer) Close() {
+	_ = s.dial.Guard(func() error {
+		s.BinlogSyncer.Close()
+		return nil
 	})
 }
 
 // startStream starts reading at p: by file and offset when known (exact on
 // this server), else by GTID state.
-func (r *Replicator) startStream(s *replication.BinlogSyncer, p Position) (*replication.BinlogStreamer, error) {
-	if p.File != "" {
-		return s.StartSync(gomysql.Position{Name: p.File, Pos: p.Pos})
+func (r *Replicator) startStream(s syncer, p Position) (stream *replication.BinlogStreamer, err error) {
+	var g gomysql.GTIDSet
+	if p.File == "" {
+		if g, err = gomysql.ParseGTIDSet(r.flavor, p.GTID); err != nil {
+			return nil, nonRetryable(fmt.Errorf("GTID state %q: %w", p.GTID, err))
+		}
 	}
-	g, err := gomysql.ParseGTIDSet(r.flavor, p.GTID)
-	if err != nil {
-		return nil, nonRetryable(fmt.Errorf("GTID state %q: %w", p.GTID, err))
-	}
-	return s.StartSyncGTID(g)
+	err = s.dial.Guard(func() (err error) {
+		if p.File != "" {
+			stream, err = s.StartSync(gomysql.Position{Name: p.File, Pos: p.Pos})
+		} else {
+			stream, err = s.StartSyncGTID(g)
+		}
+		return err
+	})
+	return stream, err
 }
 
 // quietHandler passes go-mysql's logs on one level down: it reports every

@@ -12,6 +12,8 @@ import (
 
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/shepherd-dev/shepherd/internal/mysqldial"
 )
 
 // openDB opens a database/sql pool to e. Sessions run in UTC, with
@@ -42,11 +44,10 @@ func openDB(e Endpoint, maxConns int, multi bool, log *slog.Logger) (*sql.DB, er
 		"sql_mode":           "'STRICT_ALL_TABLES,ALLOW_INVALID_DATES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'",
 		"foreign_key_checks": "0",
 	}
-	conn, err := mysql.NewConnector(c)
+	db, err := mysqldial.OpenDB(c, log)
 	if err != nil {
 		return nil, fmt.Errorf("%w: endpoint %s: %w", ErrConfig, e, err)
 	}
-	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
 	db.SetConnMaxIdleTime(time.Minute)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -137,15 +136,22 @@ func redactStatus(ts core.TaskStatus) core.TaskStatus {
 // etag is a task node's version as an entity tag.
 func etag(version int32) string { return `"` + strconv.Itoa(int(version)) + `"` }
 
-// ifMatch reads the If-Match header: the version the client read.
+// ifMatch reads the If-Match header: the version the client read, an
+// ETag this console sent (a quoted decimal, possibly weak). Anything else
+// is refused with 412 rather than read as a number: "-1" would otherwise
+// be ZooKeeper's "any version" and overwrite a concurrent edit, and "*"
+// would mean any version too.
 func ifMatch(r *http.Request) (int32, error) {
 	h := strings.TrimSpace(r.Header.Get("If-Match"))
 	if h == "" {
 		return 0, errorf(http.StatusPreconditionRequired, "if_match_required", "send If-Match with the ETag of the task as read (GET /api/v1/tasks/{task}), so that a concurrent change is not overwritten")
 	}
-	v, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(h, "W/"), `"`), 10, 32)
-	if err != nil {
-		return 0, errorf(http.StatusBadRequest, "invalid", "If-Match "+strconv.Quote(h)+": want the ETag of GET /api/v1/tasks/{task}")
+	tag := strings.TrimPrefix(h, "W/")
+	digits, quoted := strings.CutPrefix(tag, `"`)
+	digits, closed := strings.CutSuffix(digits, `"`)
+	v, err := strconv.ParseInt(digits, 10, 32)
+	if !quoted || !closed || err != nil || v < 0 || strconv.FormatInt(v, 10) != digits {
+		return 0, errorf(http.StatusPreconditionFailed, "version_conflict", "If-Match "+strconv.Quote(h)+" is not a version of the task: send the ETag of GET /api/v1/tasks/{task} as read")
 	}
 	return int32(v), nil
 }
@@ -193,25 +199,25 @@ func (s *Server) apiTask(w http.ResponseWriter, r *http.Request, p principal) er
 	return nil
 }
 
-// readSpec decodes a task spec body: the JSON of `ctl task add`.
-func readSpec(w http.ResponseWriter, r *http.Request) (*core.Spec, error) {
-	data, err := readBody(w, r)
-	if err != nil {
+// readSpec decodes a task spec body (the JSON of `ctl task add`), fills
+// in its defaults, validates it, and refuses a database host off the
+// --db-allow list.
+func (s *Server) readSpec(w http.ResponseWriter, r *http.Request) (*core.Spec, error) {
+	var sp core.Spec
+	if err := readJSON(w, r, &sp); err != nil {
 		return nil, err
 	}
-	return core.ParseSpec(data)
-}
-
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	var raw json.RawMessage
-	if err := readJSON(w, r, &raw); err != nil {
+	if err := sp.Complete(); err != nil {
 		return nil, err
 	}
-	return raw, nil
+	if err := s.dbAllow.check(&sp); err != nil {
+		return nil, err
+	}
+	return &sp, nil
 }
 
 func (s *Server) apiCreateTask(w http.ResponseWriter, r *http.Request, p principal) error {
-	sp, err := readSpec(w, r)
+	sp, err := s.readSpec(w, r)
 	if err == nil {
 		err = s.tasks.AddTask(r.Context(), sp, false)
 	}
@@ -239,7 +245,7 @@ func (s *Server) apiUpdateTask(w http.ResponseWriter, r *http.Request, p princip
 	if err != nil {
 		return err
 	}
-	sp, err := readSpec(w, r)
+	sp, err := s.readSpec(w, r)
 	if err != nil {
 		return err
 	}
@@ -397,7 +403,7 @@ func (s *Server) apiSkipEvent(w http.ResponseWriter, r *http.Request, p principa
 }
 
 func (s *Server) apiValidate(w http.ResponseWriter, r *http.Request, p principal) error {
-	sp, err := readSpec(w, r)
+	sp, err := s.readSpec(w, r)
 	if err != nil {
 		return err
 	}

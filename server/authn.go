@@ -51,7 +51,7 @@ func (s *Server) authenticate(r *http.Request) (principal, error) {
 		}
 		return principal{User: u.Name, Role: u.Role, Via: "api"}, nil
 	}
-	c, err := r.Cookie(cookieName)
+	c, err := r.Cookie(s.sessionCookieName(r))
 	if err != nil {
 		return principal{}, errUnauthenticated
 	}
@@ -216,10 +216,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.loginFailed(w, r, form, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: value, Path: "/", Expires: exp,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.cfg.TLSCert != "" || s.cfg.SecureCookies || r.TLS != nil,
-	})
+	http.SetCookie(w, s.sessionCookie(r, value, exp))
 	s.log.Info("login", "user", u.Name, "role", u.Role, "remote", s.remoteAddr(r))
 	if form {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
@@ -287,8 +284,8 @@ func (s *Server) loginFailed(w http.ResponseWriter, r *http.Request, form bool, 
 // (its node is deleted) and clears the cookie. If the session could not
 // be ended, the answer says so: the cookie would still work elsewhere.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	if c, err := r.Cookie(cookieName); err == nil {
+	http.SetCookie(w, s.sessionCookie(r, "", time.Time{}))
+	if c, err := r.Cookie(s.sessionCookieName(r)); err == nil {
 		u, err := s.users.EndSession(r.Context(), c.Value)
 		switch {
 		case err == nil:

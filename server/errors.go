@@ -3,6 +3,9 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -91,12 +94,51 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // maxBody bounds a request body: a task spec is a few kilobytes.
 const maxBody = 256 << 10
 
-// readJSON decodes a bounded JSON body into v, refusing unknown fields.
+// readJSON is the one decoder of every JSON request body. It takes the
+// body only as application/json (415 otherwise: a form or a text/plain
+// post is what a page of another site can make a browser send), at most
+// maxBody bytes of it, exactly one JSON value (trailing data is refused,
+// not ignored), no field v lacks, and each value as v's type has it: a
+// port of 3306.9 is an error, not 3306.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if err := jsonContent(r, true); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return errorf(http.StatusBadRequest, "invalid", "request body: "+err.Error())
 	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errorf(http.StatusBadRequest, "invalid", "request body: data after the JSON value: send exactly one JSON document")
+	}
 	return nil
+}
+
+// jsonContent checks that r's body, if it may have one (a body is
+// required with required), is declared application/json.
+func jsonContent(r *http.Request, required bool) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" && !required && r.ContentLength == 0 {
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+		return nil
+	}
+	return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", fmt.Sprintf("Content-Type %q: the API takes request bodies as application/json only", ct))
+}
+
+// requireJSONBodies refuses a change to the API whose body is not
+// declared JSON, before anything else reads it: also on routes that read
+// no body (start, stop), where a text/plain post would otherwise act.
+func requireJSONBodies(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if mutating(r.Method) && strings.HasPrefix(r.URL.Path, "/api/") {
+			if err := jsonContent(r, false); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }

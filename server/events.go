@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -108,8 +109,13 @@ func (c *eventCache) encode(snap *Snapshot) []byte {
 	return c.data
 }
 
-// maxStreams bounds the open event streams of one console.
-const maxStreams = 1000
+// maxStreams bounds the open event streams of one console, and
+// maxUserStreams those of one user (every tab of every browser of theirs,
+// and every client of their tokens): one user cannot take them all.
+const (
+	maxStreams     = 1000
+	maxUserStreams = 20
+)
 
 // keepAlive is how often an idle stream gets a comment, so that proxies
 // keep it open and a gone client is noticed.
@@ -119,10 +125,10 @@ const keepAlive = 15 * time.Second
 // events until the client goes away. A slow client skips snapshots (the
 // feed keeps only the newest for it) instead of holding others up.
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, p principal) error {
-	if !s.streams.TryAcquire() {
-		return errorf(http.StatusServiceUnavailable, "too_many_streams", "this console serves its maximum of event streams: retry later or use another console")
+	if err := s.streams.acquire(p.User); err != nil {
+		return err
 	}
-	defer s.streams.Release()
+	defer s.streams.release(p.User)
 	s.metrics.streams.Inc()
 	defer s.metrics.streams.Dec()
 	ch, cancel := s.deps.Feed.Subscribe()
@@ -161,24 +167,39 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, p principal) 
 	}
 }
 
-// slots is a counting semaphore that refuses instead of waiting.
-type slots struct {
-	mu     sync.Mutex
-	n, max int
+// streamQuota counts open event streams, in all and per user, and
+// refuses instead of waiting.
+type streamQuota struct {
+	mu         sync.Mutex
+	n, max     int
+	perUser    map[string]int
+	maxPerUser int
 }
 
-func (s *slots) TryAcquire() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n >= s.max {
-		return false
+func newStreamQuota(max, maxPerUser int) *streamQuota {
+	return &streamQuota{max: max, maxPerUser: maxPerUser, perUser: map[string]int{}}
+}
+
+// acquire takes a stream for user, or says which limit refuses it.
+func (q *streamQuota) acquire(user string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.perUser[user] >= q.maxPerUser:
+		return errorf(http.StatusTooManyRequests, "too_many_streams", fmt.Sprintf("%s has %d live-update streams open, the most one user may: close some of the console's tabs", user, q.perUser[user]))
+	case q.n >= q.max:
+		return errorf(http.StatusServiceUnavailable, "too_many_streams", "this console serves its maximum of event streams: retry later or use another console")
 	}
-	s.n++
-	return true
+	q.n++
+	q.perUser[user]++
+	return nil
 }
 
-func (s *slots) Release() {
-	s.mu.Lock()
-	s.n--
-	s.mu.Unlock()
+func (q *streamQuota) release(user string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.n--
+	if q.perUser[user]--; q.perUser[user] == 0 {
+		delete(q.perUser, user)
+	}
 }

@@ -63,6 +63,10 @@ type Config struct {
 	// SecureCookies forces the Secure attribute without TLS here (a TLS
 	// terminating proxy in front).
 	SecureCookies bool
+	// DBAllow lists the database hosts (CIDRs, IP addresses, host names)
+	// a task spec or a dry run may name through this console; empty
+	// allows any. Names are matched as written, never resolved.
+	DBAllow []string
 }
 
 // checkLimits refuses a negative limit (0 is the default), naming its flag.
@@ -130,7 +134,8 @@ type Server struct {
 	// patterns are the routes installed, for the OpenAPI test.
 	patterns []string
 	security *audit.Log // the security stream: refusals, failed logins
-	streams  slots
+	streams  *streamQuota
+	dbAllow  dbAllow
 }
 
 // New builds a console. It reads nothing yet: the session key is
@@ -146,6 +151,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("server: --trusted-proxy-header %s needs --trusted-proxies (the addresses of the proxies allowed to set it)", cfg.TrustedProxyHeader)
 	}
 	if err := cfg.checkLimits(); err != nil {
+		return nil, err
+	}
+	allow, err := parseDBAllow(cfg.DBAllow)
+	if err != nil {
 		return nil, err
 	}
 	if cfg.SessionTTL == 0 {
@@ -183,12 +192,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		tasks:   core.NewAdmin(deps.Session, cfg.CoreRoot),
 		limiter: newLimiter(loginLimits(cfg), deps.Now),
 		metrics: newMetrics(deps.Registerer),
-		streams: slots{max: maxStreams},
+		streams: newStreamQuota(maxStreams, maxUserStreams),
+		dbAllow: allow,
 	}
 	retention := audit.Options{Keep: cfg.AuditKeep, MaxAge: cfg.AuditMaxAge, PerActor: cfg.AuditPerActor, Now: deps.Now, Logger: s.log}
 	s.audit = audit.New(deps.Session, auditDir(streamAudit), retention)
 	s.security = audit.New(deps.Session, auditDir(streamSecurity), retention)
-	var err error
 	if s.pages, err = newPages(&s.lags); err != nil {
 		return nil, err
 	}
@@ -204,7 +213,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.securityEvent(r, principal{}, "cross_origin", "Origin "+strconv.Quote(r.Header.Get("Origin"))+", Sec-Fetch-Site "+strconv.Quote(r.Header.Get("Sec-Fetch-Site")))
 		writeError(w, r, &apiError{Status: http.StatusForbidden, Code: "cross_origin", Message: "cross-origin request refused: use the console's own pages or a client without browser origin headers"})
 	}))
-	s.handler = securityHeaders(cop.Handler(s.mux))
+	s.handler = s.securityHeaders(cop.Handler(requireJSONBodies(s.mux)))
 	return s, nil
 }
 
@@ -282,10 +291,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // securityHeaders adds the headers every answer carries: no framing, no
-// sniffing, scripts and styles from the console alone, no referrer.
-func securityHeaders(h http.Handler) http.Handler {
+// sniffing, scripts and styles from the console alone, no referrer; and
+// under TLS, HSTS, so that a browser that has seen the console once never
+// sends its cookie over plain HTTP to someone on the path.
+func (s *Server) securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
+		if s.secure(r) {
+			hd.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")

@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherd-dev/shepherd/coord/proto"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 )
 
@@ -59,8 +58,14 @@ func (s *Server) readZnode(r *http.Request) (znodeView, error) {
 	if p == "" {
 		p = "/"
 	}
-	if !strings.HasPrefix(p, "/") || len(p) > 1024 || (p != "/" && path.Clean(p) != p) {
-		return znodeView{}, errorf(http.StatusBadRequest, "invalid", "path "+p+": want an absolute, clean znode path")
+	if len(p) > 1024 {
+		return znodeView{}, errorf(http.StatusBadRequest, "invalid", fmt.Sprintf("path of %d bytes: a znode path the browser shows is at most 1024", len(p)))
+	}
+	// ZooKeeper's own rules (no NUL, no control characters, no empty or
+	// relative segments): a path the server would refuse is the caller's
+	// mistake, not an internal error.
+	if err := proto.ValidatePath(p, false); err != nil {
+		return znodeView{}, errorf(http.StatusBadRequest, "invalid", err.Error()+": want an absolute znode path such as /mysql_replicator/tasks")
 	}
 	ctx, sess := r.Context(), s.deps.Session
 	v := znodeView{Path: p}

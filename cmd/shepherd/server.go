@@ -40,6 +40,7 @@ command line win. See docs/console.md.`,
 				&cli.BoolFlag{Name: "read-only", Usage: "refuse every change, whatever the user's role"},
 				&cli.StringFlag{Name: "trusted-proxy-header", Usage: "header naming the user, set by an authenticating proxy in front (e.g. X-Forwarded-User); needs --trusted-proxies"},
 				&cli.StringSliceFlag{Name: "trusted-proxies", Usage: "CIDR of the proxies in front, e.g. 10.0.0.5/32; repeatable: their X-Forwarded-For names the client's address (login limits, logs, audit), and they alone may set --trusted-proxy-header"},
+				&cli.StringSliceFlag{Name: "db-allow", Usage: "database hosts a task spec or a connection test may name: CIDR (10.0.0.0/8), IP or host name (matched as written, not resolved); repeatable; default any"},
 				&cli.StringFlag{Name: "root", Value: core.DefaultRoot, Usage: "root of the replication nodes (below the --zk chroot)"},
 				&cli.DurationFlag{Name: "session-ttl", Value: 12 * time.Hour, Usage: "how long a login lasts (logout ends it at once)"},
 				&cli.IntFlag{Name: "login-failures", Value: 5, Usage: "failed logins per user name and client address per --login-window before a lockout (an address: 4x over all names)"},
@@ -73,6 +74,9 @@ func setupServer(c *cli.Context, log *slog.Logger) (starter, error) {
 		}
 		proxies = append(proxies, pfx)
 	}
+	if err := server.ValidateDBAllow(c.StringSlice("db-allow")); err != nil {
+		return nil, err
+	}
 	if _, err := coordhealth.Servers(c.String(proc.FlagZK)); err != nil {
 		return nil, fmt.Errorf("--%s: %w", proc.FlagZK, err)
 	}
@@ -84,6 +88,7 @@ func setupServer(c *cli.Context, log *slog.Logger) (starter, error) {
 		LoginMaxBackoff: c.Duration("login-max-backoff"), LoginGlobalFailures: c.Int("login-global-failures"),
 		AuditKeep: c.Int("audit-keep"), AuditMaxAge: c.Duration("audit-max-age"), AuditPerActor: c.Int("audit-per-actor"),
 		TrustedProxyHeader: c.String("trusted-proxy-header"), TrustedProxies: proxies,
+		DBAllow: c.StringSlice("db-allow"),
 	}
 	refresh := c.Duration("refresh")
 	return func(e env) (func(context.Context) error, error) {

@@ -38,6 +38,7 @@ func TestServerFlagErrors(t *testing.T) {
 	}{
 		{[]string{"--auth", "a:b", "--zk", "127.0.0.1:1/x//y"}, "bad connect string"},
 		{[]string{"--trusted-proxies", "10.0.0.5", "--zk", "127.0.0.1:1"}, "--trusted-proxies"},
+		{[]string{"--db-allow", "10.0.0.0/8", "--db-allow", "db 1!", "--zk", "127.0.0.1:1"}, `--db-allow "db 1!"`},
 		{[]string{"--zk", "127.0.0.1:1"}, "pass --auth-file"},
 		{[]string{"--config", conf}, `unknown key "bogus"`},
 		{[]string{"--auth", "a:b", "--auth-file", "/nonexistent"}, "--auth and --auth-file both given"},
