@@ -132,6 +132,10 @@ func LaunchMariaDB(dir string, o MariaDBOptions) (*MariaDB, error) {
 	}
 	m := &MariaDB{dir: dir, sockDir: sockDir, port: port, serverID: id, opts: o,
 		logPath: filepath.Join(dir, "mariadb.err")}
+	if err := os.MkdirAll(m.tmpDir(), 0o700); err != nil {
+		os.RemoveAll(sockDir)
+		return nil, fmt.Errorf("testpeer: mariadb tmpdir: %w", err)
+	}
 	if err := m.installDB(); err != nil {
 		os.RemoveAll(sockDir)
 		return nil, err
@@ -248,6 +252,9 @@ func (m *MariaDB) ServerID() uint32 { return m.serverID }
 
 // DataDir is the server's data directory; binary logs live there too.
 func (m *MariaDB) DataDir() string { return filepath.Join(m.dir, "data") }
+
+// tmpDir is the server's own directory for temporary files.
+func (m *MariaDB) tmpDir() string { return filepath.Join(m.dir, "tmp") }
 
 // LogPath is the server's error log, kept across restarts.
 func (m *MariaDB) LogPath() string { return m.logPath }
@@ -494,6 +501,10 @@ func (m *MariaDB) args() []string {
 		"--socket=" + filepath.Join(m.sockDir, "s"),
 		"--pid-file=" + filepath.Join(m.sockDir, "pid"),
 		"--log-error=" + m.logPath,
+		// Internal temporary tables go in the server's own directory: in
+		// the shared /tmp another process's clean-up can delete one under
+		// a running query (seen: "Error on delete of '/tmp/#sql-temptable-…'").
+		"--tmpdir=" + m.tmpDir(),
 		"--log-bin=mysql-bin",
 		"--binlog-format=" + m.opts.BinlogFormat,
 		"--binlog-row-image=FULL",
