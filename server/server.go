@@ -141,7 +141,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		metrics: newMetrics(deps.Registerer),
 		streams: slots{max: maxStreams},
 	}
-	s.audit = audit.New(deps.Session, auth.Root+"/audit", cfg.AuditKeep, s.log)
+	s.audit = audit.New(deps.Session, auth.AuditDir, cfg.AuditKeep, s.log)
 	var err error
 	if s.pages, err = newPages(&s.lags); err != nil {
 		return nil, err
