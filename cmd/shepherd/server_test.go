@@ -93,7 +93,10 @@ func TestServerCommandServesTheConsole(t *testing.T) {
 		}
 	}()
 	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, Timeout: 5 * time.Second}
+	// The login runs bcrypt at its default cost, which takes seconds
+	// under -race on a loaded machine: the bound is generous, as the
+	// test is about what the console answers, not how fast.
+	hc := &http.Client{Jar: jar, Timeout: time.Minute}
 	base := "http://" + addr
 	coordtest.WaitFor(t, 30*time.Second, "the console to answer", func() error {
 		res, err := hc.Get(base + "/health")
