@@ -30,10 +30,11 @@ func (r *runner) secureCommand() *cli.Command {
 credential: its cdrwa, cdrwa for each --trusted-writers identity, plus READ for each --read-acl
 viewer; its cdrwa alone on task specs holding an inline password and on the console's accounts.
 Missing subtree roots are created with the policy, so that no one else can create them first
-(shepherd coord creates them at its first start; every process does when it starts). Prints each node changed (old ACL -> new ACL); --dry-run changes
-nothing. Run it with the credential every process uses: nodes it sets are then theirs.
-While the cluster was open anyone could write these nodes: review the jobs, tasks and
-sources (ctl job list, task list, source list) before or after securing them.`,
+(shepherd coord creates them at its first start; every process when it starts). Prints each
+node changed (old ACL -> new ACL); --dry-run changes nothing. Run it with the credential (and
+--trusted-writers) every process uses: nodes it sets are then theirs. While the cluster was
+open anyone could write these nodes: review the jobs, tasks and sources (ctl job list, task
+list, source list) before or after securing them.`,
 		ArgsUsage: "",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "report what would change, change nothing"},
@@ -155,11 +156,7 @@ func (r *runner) secureTree(s *recipe.Session, st recipe.Subtree, dry bool, poli
 		return onPath(root, err)
 	}
 	if !exists {
-		acl := s.NodeACL()
-		if st.Secret {
-			acl = s.SecretACL()
-		}
-		created := aclChange{Path: root, Created: true, New: toJSONACL(acl)}
+		created := aclChange{Path: root, Created: true, New: toJSONACL(s.SubtreeACL(st))}
 		if dry {
 			return report(created)
 		}

@@ -349,6 +349,15 @@ type Subtree struct {
 	Secret bool
 }
 
+// SubtreeACL is the ACL the root of st gets when it is created:
+// SecretACL for a secret root, NodeACL otherwise.
+func (s *Session) SubtreeACL(st Subtree) []zk.ACL {
+	if st.Secret {
+		return s.SecretACL()
+	}
+	return s.NodeACL()
+}
+
 // EnsureSubtree makes sure the root of st exists and passes
 // CheckTrusted, before the process acts on anything below it. A missing
 // root is created, with its missing parents, with the policy ACL, so
@@ -364,10 +373,7 @@ func (s *Session) EnsureSubtree(ctx context.Context, st Subtree) (created bool, 
 	if s.cred == nil {
 		return false, nil
 	}
-	acl := s.NodeACL()
-	if st.Secret {
-		acl = s.SecretACL()
-	}
+	acl := s.SubtreeACL(st)
 	err = s.Retry(ctx, func() error {
 		ok, _, err := s.Exists(ctx, st.Path)
 		if err != nil || ok {
