@@ -18,6 +18,10 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 )
 
+// Subtrees are the roots of the collectors' nodes, for
+// recipe.Session.EnsureSubtree.
+func Subtrees() []recipe.Subtree { return []recipe.Subtree{{Path: LogsRoot}} }
+
 // ErrNameInUse is returned by Run when another process writes this
 // collector's status: two collectors were started with one name.
 var ErrNameInUse = errors.New("collector: another process writes this collector's status")

@@ -72,6 +72,14 @@ type Config struct {
 	// AdminAuthFile is where the generated admin credential lives (see
 	// ensureAdminAuth); empty means <DataDir>/admin.auth.
 	AdminAuthFile string
+	// AdminRoots are nodes the server creates at start, with their
+	// missing parents, when they do not exist, before it accepts a client:
+	// persistent, empty, with the ACL digest:<user>:<hash>:cdrwa of the
+	// admin credential. `shepherd coord` gives Shepherd's subtree roots,
+	// so that no client can create one first with an ACL of its own and
+	// the processes holding the credential trust what is below them.
+	// Existing nodes are left as they are.
+	AdminRoots []string
 	// FourLetterWords lists the enabled four-letter words; "*" enables all.
 	// The default is "srvr" alone, as in ZooKeeper 3.5 and later: the
 	// others reveal session ids, client addresses, paths and the

@@ -94,6 +94,10 @@ func NewServer(cfg Config) (*Server, error) {
 	s.metrics = newMetrics(s)
 	s.syncer = newSyncer(s)
 	s.pipe = newPipeline(s, t)
+	if err := s.createAdminRoots(); err != nil {
+		store.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

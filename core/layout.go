@@ -1,6 +1,10 @@
 package core
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
+)
 
 // DefaultRoot is the root of the replication znodes, below the
 // connection's chroot if it has one.
@@ -67,3 +71,7 @@ func (l Layout) InstancesOf(sp *Spec) string {
 	}
 	return l.Instances(sp.Name)
 }
+
+// Subtrees are the roots of the replication nodes, for
+// recipe.Session.EnsureSubtree.
+func (l Layout) Subtrees() []recipe.Subtree { return []recipe.Subtree{{Path: l.Root}} }

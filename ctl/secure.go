@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/monitor"
 	"github.com/shepherd-dev/shepherd/scheduler"
+	"github.com/shepherd-dev/shepherd/server/auth"
 )
 
 // secureCommand is "secure": apply the ACL policy of --auth to the trees
@@ -26,13 +26,15 @@ func (r *runner) secureCommand() *cli.Command {
 		Name:  "secure",
 		Usage: "apply the ACL policy of --auth/--auth-file to Shepherd's trees (docs/security.md)",
 		Description: `Sets the ACL of every node under Shepherd's subtrees (the replication root,
-/scheduler, /master_election, /logs, /shepherd/monitor) to the policy of the credential: its cdrwa plus
-READ for each --read-acl viewer, and its cdrwa alone on task specs holding an inline
-password. Missing subtree roots are created with the policy, so that no one else can
-create them first. Prints each node changed (old ACL -> new ACL); --dry-run changes
-nothing. Run it with the credential every process uses: nodes it sets are then theirs.
-While the cluster was open anyone could write these nodes: review the jobs, tasks and
-sources (ctl job list, task list, source list) before or after securing them.`,
+/scheduler, /master_election, /logs, /shepherd/monitor, /shepherd/console) to the policy of the
+credential: its cdrwa, cdrwa for each --trusted-writers identity, plus READ for each --read-acl
+viewer; its cdrwa alone on task specs holding an inline password and on the console's accounts.
+Missing subtree roots are created with the policy, so that no one else can create them first
+(shepherd coord creates them at its first start; every process when it starts). Prints each
+node changed (old ACL -> new ACL); --dry-run changes nothing. Run it with the credential (and
+--trusted-writers) every process uses: nodes it sets are then theirs. While the cluster was
+open anyone could write these nodes: review the jobs, tasks and sources (ctl job list, task
+list, source list) before or after securing them.`,
 		ArgsUsage: "",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "dry-run", Usage: "report what would change, change nothing"},
@@ -93,14 +95,17 @@ func (r *runner) secure(c *cli.Context) error {
 		}
 		return err
 	}
-	for _, root := range []string{tasks.Layout().Root, scheduler.Root, scheduler.ElectionRoot, collector.LogsRoot, monitor.Root} {
+	for _, st := range Subtrees(tasks.Layout().Root) {
 		policy := func(ctx context.Context, p string) ([]zk.ACL, error) {
-			if root == tasks.Layout().Root {
+			switch st.Path {
+			case tasks.Layout().Root:
 				return tasks.PolicyACL(ctx, p)
+			case auth.Root:
+				return auth.PolicyACL(s, p), nil
 			}
 			return s.NodeACL(), nil
 		}
-		if err := r.secureTree(s, root, dry, policy, report); err != nil {
+		if err := r.secureTree(s, st, dry, policy, report); err != nil {
 			return err
 		}
 	}
@@ -126,9 +131,23 @@ func (r *runner) secure(c *cli.Context) error {
 	return nil
 }
 
-// secureTree applies policy to root and every node below it, creating
-// root (and its parents) if missing.
-func (r *runner) secureTree(s *recipe.Session, root string, dry bool, policy func(context.Context, string) ([]zk.ACL, error), report func(aclChange) error) error {
+// Subtrees are the roots of Shepherd's subtrees, the replication one at
+// replicationRoot: what `ctl secure` secures, and what `shepherd coord`
+// creates at its first start.
+func Subtrees(replicationRoot string) []recipe.Subtree {
+	var out []recipe.Subtree
+	for _, sts := range [][]recipe.Subtree{core.NewLayout(replicationRoot).Subtrees(), scheduler.Subtrees(),
+		collector.Subtrees(), monitor.Subtrees(), auth.Subtrees()} {
+		out = append(out, sts...)
+	}
+	return out
+}
+
+// secureTree applies policy to the subtree st and every node below it,
+// creating its root (and its parents) if missing, as every process does
+// (Session.EnsureSubtree).
+func (r *runner) secureTree(s *recipe.Session, st recipe.Subtree, dry bool, policy func(context.Context, string) ([]zk.ACL, error), report func(aclChange) error) error {
+	root := st.Path
 	var exists bool
 	if err := r.retry(s, func(ctx context.Context) (err error) {
 		exists, _, err = s.Exists(ctx, root)
@@ -137,24 +156,18 @@ func (r *runner) secureTree(s *recipe.Session, root string, dry bool, policy fun
 		return onPath(root, err)
 	}
 	if !exists {
-		created := aclChange{Path: root, Created: true, New: toJSONACL(s.NodeACL())}
+		created := aclChange{Path: root, Created: true, New: toJSONACL(s.SubtreeACL(st))}
 		if dry {
 			return report(created)
 		}
-		err := r.retry(s, func(ctx context.Context) error {
-			if dir := path.Dir(root); dir != "/" { // /shepherd of /shepherd/monitor
-				if err := s.EnsurePath(ctx, dir); err != nil {
-					return err
-				}
-			}
-			_, err := s.Create(ctx, root, nil, zk.FlagPersistent, nil)
-			return err
-		})
+		ctx, cancel := r.opCtx()
+		made, err := s.EnsureSubtree(ctx, st) // retries by itself
+		cancel()
 		switch {
-		case errors.Is(err, zk.ErrNodeExists): // made meanwhile: the walk below checks it
+		case errors.Is(err, recipe.ErrUntrusted): // made meanwhile by someone else: the walk below sets it
 		case err != nil:
 			return onPath(root, err)
-		default:
+		case made:
 			if err := report(created); err != nil {
 				return err
 			}

@@ -74,6 +74,9 @@ func TestSecure(t *testing.T) {
 		if got := mustCtl(t, zk, append(asOwner, "getacl", "/master_election")...); !strings.HasPrefix(got, ownerACL) {
 			t.Errorf("missing subtree root not created with the policy: ACL = %q", got)
 		}
+		if got := mustCtl(t, zk, append(asOwner, "getacl", "/shepherd/console")...); got != ownerACL {
+			t.Errorf("the console's root, which holds accounts: ACL = %q, want the owner's alone", got)
+		}
 		// Anonymous sessions may no longer write or read; the viewer reads
 		// all but the password.
 		for _, args := range [][]string{{"set", "/scheduler/jobs/j", "x"}, {"get", "/scheduler/jobs/j"}, {"create", "/scheduler/jobs/evil", "x"}} {
@@ -145,5 +148,38 @@ func TestSecureForeignNode(t *testing.T) {
 			t.Errorf("the rest is secured all the same: /scheduler ACL %q", got)
 		}
 		mustCtl(t, zk, "--auth", coordtest.Auth, "delete", "/scheduler/foreign") // the parent's owner may; other tests dump the whole tree
+	})
+}
+
+// TestSecureTrustedWriters: in a two-team set-up each team's processes
+// list the other's identity with --trusted-writers. secure gives the
+// writers cdrwa beside the credential's, so either team may add below
+// what the other created, and each trusts what the other wrote: the list
+// verbs, which warn about what processes would refuse, stay silent.
+// Without the other team in its list, a team refuses the other's job.
+func TestSecureTrustedWriters(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		zk := chrootOf(t, tg)
+		a := recipe.Credential{User: "team-a", Password: "apw"}
+		b := recipe.Credential{User: "team-b", Password: "bpw"}
+		asA := []string{"--auth", a.Auth(), "--trusted-writers", "digest:" + b.ID()}
+		asB := []string{"--auth", b.Auth(), "--trusted-writers", "digest:" + a.ID()}
+
+		mustCtl(t, zk, append(asA, "secure")...)
+		want := "'digest,'" + a.ID() + "\n: cdrwa\n'digest,'" + b.ID() + "\n: cdrwa\n"
+		if got := mustCtl(t, zk, append(asA, "getacl", "/scheduler")...); got != want {
+			t.Errorf("/scheduler after team A's secure: ACL %q, want %q", got, want)
+		}
+		mustCtl(t, zk, append(asA, "job", "add", "--schedule", "@daily", "from-a", "true")...)
+		mustCtl(t, zk, append(asB, "job", "add", "--schedule", "@daily", "from-b", "true")...)
+		for name, as := range map[string][]string{"team A": asA, "team B": asB} {
+			if r := runCtl(t, zk, append(as, "job", "list")...); r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "from-a") || !strings.Contains(r.stdout, "from-b") {
+				t.Errorf("%s's job list: want both jobs, no refusal\n%v", name, r)
+			}
+		}
+		r := runCtl(t, zk, "--auth", b.Auth(), "job", "list")
+		if !strings.Contains(r.stderr, "untrusted node: /scheduler/jobs/from-a") {
+			t.Errorf("team B without --trusted-writers: want team A's job refused\n%v", r)
+		}
 	})
 }

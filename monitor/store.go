@@ -15,6 +15,10 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 )
 
+// Subtrees are the roots of the monitor's nodes, for
+// recipe.Session.EnsureSubtree.
+func Subtrees() []recipe.Subtree { return []recipe.Subtree{{Path: Root}} }
+
 // The monitor's subtree.
 const (
 	Root         = "/shepherd/monitor"

@@ -122,3 +122,52 @@ func TestAttackSecuredTree(t *testing.T) {
 		}
 	})
 }
+
+// TestAttackPlantedJobNarrowed is issue 23's planted job: before the
+// scheduler's first start, an anonymous session creates /scheduler, its
+// directories and a job whose command would leave a marker file, then
+// narrows every ACL it made to world:anyone:r, so that no one else may
+// write them either. The scheduler refuses the job, saying the node
+// grants WRITE or ADMIN to no trusted identity, and never runs it, while
+// a --jobs file job (scheduled as often) runs three times.
+func TestAttackPlantedJobNarrowed(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		dir := t.TempDir()
+		marker, good := filepath.Join(dir, "planted-ran"), filepath.Join(dir, "good")
+		anon := dialAnon(t, connect)
+		if err := NewAdmin(anon).StoreJob(ctx, appendJob("x", "* * * * * *", marker, "")); err != nil {
+			t.Fatal(err)
+		}
+		// The other directories the scheduler needs, so that it starts.
+		for _, p := range []string{PausedPath, TriggersPath} {
+			if err := anon.EnsurePath(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range []string{JobPath("x"), JobsPath, PausedPath, TriggersPath, Root} { // children first
+			if _, err := anon.SetACL(ctx, p, zk.WorldACL(zk.PermRead), -1); err != nil {
+				t.Fatalf("narrow %s: %v", p, err)
+			}
+		}
+
+		sc, _ := startScheduler(t, connect, Options{Jobs: []Job{appendJob("tick", "* * * * * *", good, "")}}, nil)
+		coordtest.WaitFor(t, 30*time.Second, "the planted job's refusal", func() error {
+			why := sc.Refused()[JobPath("x")]
+			if !strings.Contains(why, "grants WRITE or ADMIN to no trusted identity (its ACL: world:anyone:r)") {
+				return fmt.Errorf("refusal of %s = %q, want the reason", JobPath("x"), why)
+			}
+			return nil
+		})
+		coordtest.WaitFor(t, 30*time.Second, "the file job's runs", func() error {
+			if n := len(lines(t, good)); n < 3 {
+				return fmt.Errorf("the file job ran %d times, want 3", n)
+			}
+			return nil
+		})
+		if got := lines(t, marker); len(got) > 0 {
+			t.Errorf("the planted job ran: %q", got)
+		}
+	})
+}

@@ -29,6 +29,12 @@ const (
 	SchedulersPath = Root + "/schedulers"
 )
 
+// Subtrees are the roots of the scheduler's nodes, for
+// recipe.Session.EnsureSubtree: its jobs and its runs' elections.
+func Subtrees() []recipe.Subtree {
+	return []recipe.Subtree{{Path: Root}, {Path: ElectionRoot}}
+}
+
 // RedactedEnv stands for the value of an environment variable of a file
 // job in what a scheduler publishes.
 const RedactedEnv = "(set in the jobs file)"

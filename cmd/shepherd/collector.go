@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/collector"
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 )
 
 // collectorRole is `shepherd collector`: a log collector agent and, with
@@ -40,7 +41,8 @@ flag names; flags given on the command line win. See docs/collector.md.`,
 				&cli.DurationFlag{Name: "assign-interval", Value: collector.DefaultAssignPoll, Usage: "how often the assigner polls status nodes"},
 			}
 		},
-		setup: setupCollector,
+		setup:    setupCollector,
+		subtrees: func(*cli.Context) []recipe.Subtree { return collector.Subtrees() },
 		upDefaults: func(dataDir string) map[string]string {
 			return map[string]string{"out": filepath.Join(dataDir, "collector"), "assign": "true"}
 		},

@@ -11,6 +11,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord"
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/ctl"
 	"github.com/shepherd-dev/shepherd/internal/proc"
 )
 
@@ -125,8 +127,20 @@ func coordConfig(c *cli.Context) (coord.Config, error) {
 	if c.IsSet("4lw") {
 		cfg.FourLetterWords = c.StringSlice("4lw")
 	}
+	cfg.AdminRoots = adminRoots()
 	cfg.Logger = slog.Default()
 	return cfg, nil
+}
+
+// adminRoots are the roots the server creates at its first start, the
+// admin credential's alone: Shepherd's subtrees as `ctl secure` secures
+// them, so that no client can create one first with an ACL of its own.
+func adminRoots() []string {
+	var paths []string
+	for _, st := range ctl.Subtrees(core.DefaultRoot) {
+		paths = append(paths, st.Path)
+	}
+	return paths
 }
 
 func runCoord(c *cli.Context) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
 )
 
@@ -44,6 +45,7 @@ See docs/replication.md.`,
 			}
 		},
 		setup:      setupCore,
+		subtrees:   func(c *cli.Context) []recipe.Subtree { return core.NewLayout(c.String("root")).Subtrees() },
 		upDefaults: func(string) map[string]string { return map[string]string{"group": "default"} },
 		describe: func(c *cli.Context) string {
 			var what []string

@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/monitor"
 )
 
@@ -29,7 +30,8 @@ docs/monitor.md.`,
 				&cli.BoolFlag{Name: "standby-only", Usage: "never become active: only watch the active monitor"},
 			}
 		},
-		setup: setupMonitor,
+		setup:    setupMonitor,
+		subtrees: func(*cli.Context) []recipe.Subtree { return monitor.Subtrees() },
 		describe: func(c *cli.Context) string {
 			if p := c.String("monitor-config"); p != "" {
 				return "alerts and cluster metrics, rules and channels from " + p

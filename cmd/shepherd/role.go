@@ -34,6 +34,10 @@ type role struct {
 	// cluster's credential may read). In `shepherd up` the session always
 	// has the server's.
 	needsCredential string
+	// subtrees are the roots of the nodes the role configured by c acts
+	// on: created with the policy ACL when missing, and the role refuses
+	// to start on one nobody trusted wrote (ensureSubtrees).
+	subtrees func(c *cli.Context) []recipe.Subtree
 	// upDefaults are the flags `shepherd up` sets, below its data
 	// directory, when the role's section leaves them out, so that
 	// `shepherd up` alone is a working installation.
@@ -96,6 +100,9 @@ func roleCommand(r role) *cli.Command {
 				return err
 			}
 			defer s.Close()
+			if err := ensureSubtrees(ctx, s, r.subtrees(c), log); err != nil {
+				return fmt.Errorf("%s: %w", r.name, err)
+			}
 			h := proc.NewHTTP()
 			h.AddSessionCheck("session", s)
 			run, err := start(env{connect: c.String(proc.FlagZK), session: s, http: h, log: log})
@@ -115,4 +122,24 @@ func roleCommand(r role) *cli.Command {
 			return err
 		},
 	}
+}
+
+// ensureSubtrees makes sure each root in sts exists, created with the
+// policy ACL when missing so that no other client can create it first,
+// and was written by a trusted identity (recipe.Session.EnsureSubtree):
+// on a root an anonymous session created first nothing below could ever
+// be trusted, so the role refuses to start, with the fix in the error.
+// Without a credential it does nothing: the open cluster, which
+// authflag.Warn reports.
+func ensureSubtrees(ctx context.Context, s *recipe.Session, sts []recipe.Subtree, log *slog.Logger) error {
+	for _, st := range sts {
+		created, err := s.EnsureSubtree(ctx, st)
+		if err != nil {
+			return err
+		}
+		if created {
+			log.Info("created a subtree root with the policy ACL", "path", st.Path, "acl_of", s.Identity())
+		}
+	}
+	return nil
 }

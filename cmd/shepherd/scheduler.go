@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 	"github.com/shepherd-dev/shepherd/internal/proc"
 	"github.com/shepherd-dev/shepherd/scheduler"
@@ -31,7 +32,8 @@ flags win over it. See docs/scheduler.md.`,
 				&cli.StringFlag{Name: "log-dir", Value: "shepherd-scheduler-logs", Usage: "directory of the per-run log files"},
 			}
 		},
-		setup: setupScheduler,
+		setup:    setupScheduler,
+		subtrees: func(*cli.Context) []recipe.Subtree { return scheduler.Subtrees() },
 		upDefaults: func(dataDir string) map[string]string {
 			return map[string]string{"log-dir": filepath.Join(dataDir, "scheduler")}
 		},

@@ -10,9 +10,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/coord/coordhealth"
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/proc"
 	"github.com/shepherd-dev/shepherd/server"
+	"github.com/shepherd-dev/shepherd/server/auth"
 )
 
 // consoleListen is where the console listens unless --listen says
@@ -54,6 +56,7 @@ command line win. See docs/console.md.`,
 			}
 		},
 		setup:           setupServer,
+		subtrees:        func(*cli.Context) []recipe.Subtree { return auth.Subtrees() },
 		needsCredential: "the console keeps its accounts in nodes only the cluster's credential may read",
 		describe: func(c *cli.Context) string {
 			scheme := "http"

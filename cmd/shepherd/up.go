@@ -35,7 +35,7 @@ func coordUpDefaults(dataDir string) map[string]string {
 // every role there shares up's one session (the bundled server, its
 // admin credential, up's session-timeout) and one HTTP listener.
 var upShared = []string{proc.FlagZK, proc.FlagSessionTimeout, authflag.FlagAuth, authflag.FlagAuthFile,
-	authflag.FlagReadACL, authflag.FlagInsecure, proc.FlagHTTPListen, "metrics-listen", "admin-listen"}
+	authflag.FlagReadACL, authflag.FlagWriters, authflag.FlagInsecure, proc.FlagHTTPListen, "metrics-listen", "admin-listen"}
 
 // upCommand is `shepherd up`: a whole installation in one process.
 func upCommand() *cli.Command {
@@ -64,6 +64,7 @@ service of its own is copying its section. A role runs when its section is prese
 			&cli.StringFlag{Name: "data-dir", Value: defaultUpDataDir(), Usage: "directory of everything the installation keeps: coord/ (with admin.auth), scheduler/, collector/"},
 			&cli.StringFlag{Name: proc.FlagHTTPListen, Value: upDefaultHTTP, Usage: "HTTP address serving Prometheus /metrics and /health (off if empty)"},
 			&cli.DurationFlag{Name: proc.FlagSessionTimeout, Value: recipe.DefaultSessionTimeout, Usage: "timeout of the roles' shared session"},
+			authflag.TrustedWritersFlag(),
 		},
 		Before: func(c *cli.Context) error {
 			path := c.String(proc.FlagConfig)
@@ -220,7 +221,7 @@ func runUp(c *cli.Context, sections map[string]any) error {
 	ctx, stop := proc.SignalContext(c)
 	defer stop()
 
-	opts, err := authflag.Settings{AuthFile: srv.AdminAuthFile()}.Options(log, "up",
+	opts, err := authflag.Settings{AuthFile: srv.AdminAuthFile(), TrustedWriters: c.StringSlice(authflag.FlagWriters)}.Options(log, "up",
 		recipe.Options{SessionTimeout: c.Duration(proc.FlagSessionTimeout), Logger: log})
 	if err != nil {
 		return err
@@ -231,6 +232,11 @@ func runUp(c *cli.Context, sections map[string]any) error {
 	}
 	defer s.Close()
 
+	for _, r := range rs {
+		if err := ensureSubtrees(ctx, s, r.subtrees(r.c), log.With("role", r.name)); err != nil {
+			return fmt.Errorf("up: %s: %w", r.name, err)
+		}
+	}
 	h := proc.NewHTTP()
 	serveCoordAdmin(h, srv)
 	h.AddSessionCheck("session", s)

@@ -125,16 +125,36 @@ func ParseReadACL(s string) (zk.ACL, error) {
 	return zk.ACL{Perms: zk.PermRead, Scheme: scheme, ID: id}, nil
 }
 
+// ParseTrustedWriter parses one trusted writer: "digest:user:hash", the
+// identity of another team's credential as `shepherd ctl digest
+// user:password` prints it. Only digest identities may be trusted: they
+// are the only ones Shepherd's processes hold, and trusting world:anyone
+// or an ip: identity would trust what an unauthenticated session wrote
+// (--insecure-open-acl is the opt-out for that).
+func ParseTrustedWriter(s string) (zk.ACL, error) {
+	id, ok := strings.CutPrefix(s, "digest:")
+	if user, hash, _ := strings.Cut(id, ":"); !ok || user == "" || hash == "" {
+		return zk.ACL{}, fmt.Errorf("%w: trusted writer %q: want digest:user:hash (the hash, not the password: shepherd ctl digest user:password prints it)", ErrBadCredential, s)
+	}
+	return zk.ACL{Perms: zk.PermAll, Scheme: "digest", ID: id}, nil
+}
+
 // policyACLs derives the ACLs of a Session from its Options: nodes get
-// the credential's cdrwa plus READ for each reader; secrets the
-// credential's cdrwa alone. Without a credential both are world:anyone
-// cdrwa, the open cluster ZooKeeper clients get by default.
-func policyACLs(cred *Credential, readers []zk.ACL) (node, secret []zk.ACL) {
+// cdrwa for the credential and each trusted writer, plus READ for each
+// reader; secrets the credential's cdrwa alone. Without a credential both
+// are world:anyone cdrwa, the open cluster ZooKeeper clients get by
+// default.
+func policyACLs(cred *Credential, writers, readers []zk.ACL) (node, secret []zk.ACL) {
 	if cred == nil {
 		return zk.WorldACL(zk.PermAll), zk.WorldACL(zk.PermAll)
 	}
 	secret = zk.DigestACL(zk.PermAll, cred.User, cred.Password)
 	node = append([]zk.ACL(nil), secret...)
+	for _, w := range writers {
+		if w.ID != secret[0].ID {
+			node = append(node, zk.ACL{Perms: zk.PermAll, Scheme: "digest", ID: w.ID})
+		}
+	}
 	for _, r := range readers {
 		r.Perms = zk.PermRead
 		node = append(node, r)
@@ -171,15 +191,26 @@ func (s *Session) SecretACL() []zk.ACL { return s.secretACL }
 // anyone.
 const untrustedPerms = zk.PermCreate | zk.PermDelete | zk.PermWrite | zk.PermAdmin
 
-// CheckTrusted checks that no session without the Session's identity
-// could have written the node at p, before a caller acts on its content
-// (runs a command it names, connects where it says, reads a file it
-// lists). The rule: on p and on each of its ancestors up to and
-// including base (the root of the caller's subtree, e.g. /scheduler),
-// every ACL entry granting more than READ names this Session's digest
-// identity. world:anyone, ip:, another user, and an ACL that merely
-// names our identity on a node under a parent anyone may create in
-// (ZooKeeper lets any client create a node with any ACL) all fail.
+// writerPerms are the permissions one of which a trusted identity must
+// hold on a node for the node to count as written by it: a node nobody
+// trusted may write (world:anyone:r alone, say) was written by someone
+// else and then narrowed.
+const writerPerms = zk.PermWrite | zk.PermAdmin
+
+// CheckTrusted checks that the node at p was written by a trusted
+// identity and that no one else could have written it, before a caller
+// acts on its content (runs a command it names, connects where it says,
+// reads a file it lists). Trust is provenance: on p and on each of its
+// ancestors up to and including base (the root of the caller's subtree,
+// e.g. /scheduler), the ACL must grant WRITE or ADMIN to a trusted
+// identity — the Session's own digest identity or one of
+// Options.TrustedWriters — and grant CREATE, DELETE, WRITE or ADMIN to
+// no one else. world:anyone, ip:, another user, an ACL that merely names
+// our identity on a node under a parent anyone may create in (ZooKeeper
+// lets any client create a node with any ACL), and a node narrowed to
+// world:anyone:r or to a foreign identity after it was written, all fail.
+// Without a credential nothing is trusted: there is no identity to have
+// written it.
 //
 // It returns nil, or an error wrapping ErrUntrusted that names the
 // offending node and entry and the fix; zk.ErrNoNode if p or an ancestor
@@ -191,11 +222,18 @@ func (s *Session) CheckTrusted(ctx context.Context, base, p string) error {
 	}
 	for q := p; ; q = path.Dir(q) {
 		acl, _, err := s.Retrying().GetACL(ctx, q)
-		if err != nil {
+		why := ""
+		switch {
+		case errors.Is(err, zk.ErrNoAuth):
+			// Only another identity may read its ACL: not ours.
+			why = "lets this process read neither it nor its ACL (" + err.Error() + ")"
+		case err != nil:
 			return fmt.Errorf("recipe: check trust of %s: %w", p, err)
+		default:
+			why = s.distrust(acl)
 		}
-		if bad, ok := s.untrustedEntry(acl); ok {
-			err := s.untrustedError(p, q, bad)
+		if why != "" {
+			err := s.untrustedError(p, q, why)
 			if !s.opts.InsecureOpenACL {
 				return err
 			}
@@ -209,23 +247,64 @@ func (s *Session) CheckTrusted(ctx context.Context, base, p string) error {
 	}
 }
 
-// untrustedEntry returns the first entry of acl granting more than READ
-// to an identity other than the Session's.
-func (s *Session) untrustedEntry(acl []zk.ACL) (zk.ACL, bool) {
+// distrust says why acl does not show a node written by a trusted
+// identity alone, or "" when it does.
+func (s *Session) distrust(acl []zk.ACL) string {
+	written := false
 	for _, a := range acl {
-		if a.Perms&untrustedPerms == 0 {
-			continue
+		switch {
+		case a.Perms&untrustedPerms == 0:
+		case !s.trustedWriter(a):
+			why := fmt.Sprintf("grants %s to %s:%s", permString(a.Perms), a.Scheme, a.ID)
+			if a.Scheme == "digest" && strings.HasSuffix(a.ID, ":x") {
+				// ZooKeeper hides the hash from a session without ADMIN.
+				why += " (its hash hidden: this process needs ADMIN on the node to tell whose identity that is; the policy ACL gives it and each trusted writer cdrwa)"
+			}
+			return why
+		case a.Perms&writerPerms != 0:
+			written = true
 		}
-		if s.cred != nil && a.Scheme == "digest" && a.ID == s.credID {
-			continue
-		}
-		return a, true
 	}
-	return zk.ACL{}, false
+	if !written {
+		return fmt.Sprintf("grants WRITE or ADMIN to no trusted identity (its ACL: %s)", aclString(acl))
+	}
+	return ""
 }
 
-func (s *Session) untrustedError(p, q string, bad zk.ACL) error {
+// trustedWriter reports whether a names the Session's own digest
+// identity or one of Options.TrustedWriters.
+func (s *Session) trustedWriter(a zk.ACL) bool {
+	if a.Scheme != "digest" {
+		return false
+	}
+	if s.cred != nil && a.ID == s.credID {
+		return true
+	}
+	for _, w := range s.opts.TrustedWriters {
+		if a.ID == w.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// aclString spells acl as zkCli's setAcl takes it.
+func aclString(acl []zk.ACL) string {
+	if len(acl) == 0 {
+		return "empty"
+	}
+	parts := make([]string, len(acl))
+	for i, a := range acl {
+		parts[i] = a.Scheme + ":" + a.ID + ":" + permString(a.Perms)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s *Session) untrustedError(p, q, why string) error {
 	who := "this process's identity " + s.Identity()
+	if n := len(s.opts.TrustedWriters); n > 0 {
+		who += fmt.Sprintf(" and its %d trusted writers (--trusted-writers)", n)
+	}
 	if s.cred == nil {
 		who = "this process, which has no credential (--auth or --auth-file)"
 	}
@@ -233,12 +312,13 @@ func (s *Session) untrustedError(p, q string, bad zk.ACL) error {
 	if q != p {
 		where = fmt.Sprintf("%s: its ancestor %s", p, q)
 	}
-	fix := "run `shepherd ctl --auth-file <admin.auth> secure` to apply the ACL policy (docs/security.md)"
+	fix := "run `shepherd ctl --auth-file <admin.auth> secure` to apply the ACL policy " +
+		"(a node whose ACL that credential may not change needs ZooKeeper's superDigest identity; docs/security.md)"
 	if s.cred == nil {
 		fix = "give this process the credential (--auth-file <admin.auth>) and " + fix
 	}
-	return fmt.Errorf("%w: %s grants %s to %s:%s, not only to %s, so an unauthenticated or foreign session could have written it; "+
-		"refusing to act on it. Fix: %s, or accept open ACLs with --insecure-open-acl", ErrUntrusted, where, permString(bad.Perms), bad.Scheme, bad.ID, who, fix)
+	return fmt.Errorf("%w: %s %s, but only %s may write Shepherd's nodes, so an unauthenticated or foreign session could have written it; "+
+		"refusing to act on it. Fix: %s, or accept open ACLs with --insecure-open-acl", ErrUntrusted, where, why, who, fix)
 }
 
 // PermString spells perms as zkCli does: a subset of "cdrwa".
@@ -256,4 +336,63 @@ func permString(perms int32) string {
 		}
 	}
 	return b.String()
+}
+
+// Subtree is the root of one of the subtrees a process acts on, e.g.
+// /scheduler. Nothing below a root is trusted unless the root is
+// (CheckTrusted walks up to it), so whoever creates a root first decides
+// whether the subtree can ever be trusted.
+type Subtree struct {
+	Path string
+	// Secret roots (the console's accounts) get SecretACL, not NodeACL:
+	// viewers may not read what is below them.
+	Secret bool
+}
+
+// SubtreeACL is the ACL the root of st gets when it is created:
+// SecretACL for a secret root, NodeACL otherwise.
+func (s *Session) SubtreeACL(st Subtree) []zk.ACL {
+	if st.Secret {
+		return s.SecretACL()
+	}
+	return s.NodeACL()
+}
+
+// EnsureSubtree makes sure the root of st exists and passes
+// CheckTrusted, before the process acts on anything below it. A missing
+// root is created, with its missing parents, with the policy ACL, so
+// that no other session can create it first with an ACL of its own (the
+// pre-create attack). An existing root that fails CheckTrusted is its
+// error (ErrUntrusted, or a warning and nil with InsecureOpenACL).
+// created tells whether this call made the root.
+//
+// Without a credential it does nothing and returns nil: the nodes it
+// would create would be world-writable, and a process without a
+// credential refuses everything it finds anyway (the open cluster).
+func (s *Session) EnsureSubtree(ctx context.Context, st Subtree) (created bool, err error) {
+	if s.cred == nil {
+		return false, nil
+	}
+	acl := s.SubtreeACL(st)
+	err = s.Retry(ctx, func() error {
+		ok, _, err := s.Exists(ctx, st.Path)
+		if err != nil || ok {
+			return err
+		}
+		if dir := path.Dir(st.Path); dir != "/" { // /shepherd of /shepherd/console
+			if err := s.EnsurePath(ctx, dir); err != nil {
+				return err
+			}
+		}
+		_, err = s.Create(ctx, st.Path, nil, zk.FlagPersistent, acl)
+		if errors.Is(err, zk.ErrNodeExists) { // made meanwhile, by us or not: checked below
+			return nil
+		}
+		created = err == nil
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("recipe: create subtree root %s: %w", st.Path, err)
+	}
+	return created, s.CheckTrusted(ctx, st.Path, st.Path)
 }

@@ -2,8 +2,10 @@ package recipe
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -181,4 +183,178 @@ func TestCheckTrusted(t *testing.T) {
 			t.Errorf("secret node refused: %v", err)
 		}
 	})
+}
+
+// TestTrustIsProvenance is the trust rule, one ACL pair per row, against
+// each server: a node (and its ancestor up to base) must grant WRITE or
+// ADMIN to this process's identity or a trusted writer, and more than
+// READ to no one else. The rows marked planted are issue 23's attack: an
+// anonymous session writes a node, then narrows its ACL to
+// world:anyone:r or a foreign digest, which the rule of "nobody else may
+// write it" alone let through.
+func TestTrustIsProvenance(t *testing.T) {
+	own := Credential{User: "shepherd", Password: "pw"}
+	team := Credential{User: "team-b", Password: "bpw"}
+	stranger := Credential{User: "mallory", Password: "mpw"}
+	digest := func(c Credential, perms int32) zk.ACL { return zk.ACL{Perms: perms, Scheme: "digest", ID: c.ID()} }
+	world := func(perms int32) zk.ACL { return zk.ACL{Perms: perms, Scheme: "world", ID: "anyone"} }
+	ownAll := []zk.ACL{digest(own, zk.PermAll)}
+	rows := []struct {
+		name           string
+		base, node     []zk.ACL
+		trustedWriters []zk.ACL
+		want           string // "" for trusted, else a part of the refusal
+	}{
+		{name: "own digest cdrwa", base: ownAll, node: ownAll},
+		{name: "own digest admin only, world read", base: ownAll, node: []zk.ACL{digest(own, zk.PermAdmin), world(zk.PermRead)}},
+		{name: "trusted writer", base: ownAll, node: []zk.ACL{digest(team, zk.PermAll), digest(own, zk.PermAll)},
+			trustedWriters: []zk.ACL{digest(team, zk.PermAll)}},
+		{name: "trusted writer beside own", base: []zk.ACL{digest(own, zk.PermAll), digest(team, zk.PermCreate)}, node: ownAll,
+			trustedWriters: []zk.ACL{digest(team, zk.PermAll)}},
+		// Without ADMIN a session sees digest ids with their hash hidden
+		// (ZooKeeper 3.8, and the bundled server), so it cannot tell a
+		// trusted identity from another of the same user name.
+		{name: "own digest write only: hash hidden", base: ownAll, node: []zk.ACL{digest(own, zk.PermWrite|zk.PermRead)},
+			want: "grants rw to digest:shepherd:x (its hash hidden"},
+		{name: "trusted writer, own read only: hash hidden", base: ownAll, node: []zk.ACL{digest(team, zk.PermAll), digest(own, zk.PermRead)},
+			trustedWriters: []zk.ACL{digest(team, zk.PermAll)}, want: "grants cdrwa to digest:team-b:x (its hash hidden"},
+		{name: "planted: world:anyone:r only", base: ownAll, node: []zk.ACL{world(zk.PermRead)},
+			want: "grants WRITE or ADMIN to no trusted identity (its ACL: world:anyone:r)"},
+		{name: "planted: foreign digest only", base: ownAll, node: []zk.ACL{digest(stranger, zk.PermAll)},
+			want: "lets this process read neither it nor its ACL"},
+		{name: "planted: foreign digest, world read", base: ownAll, node: []zk.ACL{digest(stranger, zk.PermAll), world(zk.PermRead)},
+			want: "grants cdrwa to digest:mallory:x"},
+		{name: "own read only", base: ownAll, node: []zk.ACL{digest(own, zk.PermRead)},
+			want: "grants WRITE or ADMIN to no trusted identity"},
+		{name: "own create only", base: ownAll, node: []zk.ACL{digest(own, zk.PermCreate|zk.PermRead)},
+			want: "grants cr to digest:shepherd:x"},
+		{name: "extra world write", base: ownAll, node: []zk.ACL{digest(own, zk.PermAll), world(zk.PermWrite | zk.PermRead)},
+			want: "grants rw to world:anyone"},
+		{name: "writer not trusted", base: ownAll, node: []zk.ACL{digest(own, zk.PermAll), digest(team, zk.PermAll)},
+			want: "grants cdrwa to digest:" + team.ID()},
+		{name: "ancestor untrusted", base: []zk.ACL{world(zk.PermRead)}, node: ownAll,
+			want: "its ancestor"},
+		{name: "ancestor world-creatable", base: []zk.ACL{digest(own, zk.PermAll), world(zk.PermCreate | zk.PermRead)}, node: ownAll,
+			want: "its ancestor"},
+	}
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
+		chroot := tg.Addr + testPath(t)
+		// The anonymous session plants every row, as an attacker can:
+		// ZooKeeper lets a client create a node with any ACL, and then
+		// change the ACL of a node that grants it ADMIN.
+		anon := dial(t, chroot, Options{})
+		for i, r := range rows {
+			base := fmt.Sprintf("/row%d", i)
+			if _, err := anon.Create(ctx, base, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatalf("%s: create %s: %v", r.name, base, err)
+			}
+			if _, err := anon.Create(ctx, base+"/node", []byte("x"), 0, r.node); err != nil {
+				t.Fatalf("%s: create %s/node: %v", r.name, base, err)
+			}
+			if _, err := anon.SetACL(ctx, base, r.base, -1); err != nil {
+				t.Fatalf("%s: set the ACL of %s: %v", r.name, base, err)
+			}
+			s := dial(t, chroot, Options{Auth: own.Auth(), TrustedWriters: r.trustedWriters})
+			err := s.CheckTrusted(ctx, base, base+"/node")
+			switch {
+			case r.want == "" && err != nil:
+				t.Errorf("%s: CheckTrusted = %v, want trusted", r.name, err)
+			case r.want != "" && (!errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), r.want) ||
+				!strings.Contains(err.Error(), base+"/node") || !strings.Contains(err.Error(), "ctl --auth-file <admin.auth> secure")):
+				t.Errorf("%s: CheckTrusted = %v\nwant ErrUntrusted naming %s/node, %q and the fix", r.name, err, base, r.want)
+			}
+			// The opt-out turns every refusal into a warning.
+			insecure := dial(t, chroot, Options{Auth: own.Auth(), TrustedWriters: r.trustedWriters, InsecureOpenACL: true})
+			if err := insecure.CheckTrusted(ctx, base, base+"/node"); err != nil {
+				t.Errorf("%s: with InsecureOpenACL, CheckTrusted = %v, want nil", r.name, err)
+			}
+		}
+	})
+}
+
+// TestTrustWithoutCredential: a process without a credential trusts
+// nothing, not even a node no one may write: there is no identity that
+// could have written it (the open cluster; --insecure-open-acl is the
+// opt-out).
+func TestTrustWithoutCredential(t *testing.T) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
+		chroot := tg.Addr + testPath(t)
+		anon := dial(t, chroot, Options{})
+		if _, err := anon.Create(ctx, "/ro", nil, 0, zk.WorldACL(zk.PermRead)); err != nil {
+			t.Fatal(err)
+		}
+		if err := anon.CheckTrusted(ctx, "/ro", "/ro"); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "no credential") {
+			t.Errorf("without a credential, CheckTrusted of a world:anyone:r node = %v, want ErrUntrusted saying there is no credential", err)
+		}
+		insecure := dial(t, chroot, Options{InsecureOpenACL: true})
+		if err := insecure.CheckTrusted(ctx, "/ro", "/ro"); err != nil {
+			t.Errorf("without a credential, with InsecureOpenACL: %v, want nil", err)
+		}
+	})
+}
+
+// TestEnsureSubtree: a missing root is created with the policy ACL (the
+// secret one for a secret root), so nobody else can create it first; an
+// existing root nobody trusted wrote is refused; without a credential
+// nothing is created.
+func TestEnsureSubtree(t *testing.T) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
+		chroot := tg.Addr + testPath(t)
+		anon := dial(t, chroot, Options{})
+		viewer := zk.ACL{Perms: zk.PermRead, Scheme: "world", ID: "anyone"}
+		s := dial(t, chroot, Options{Auth: "shepherd:pw", ReadACL: []zk.ACL{viewer}})
+
+		for _, st := range []Subtree{{Path: "/jobs"}, {Path: "/team/accounts", Secret: true}} {
+			created, err := s.EnsureSubtree(ctx, st)
+			if err != nil || !created {
+				t.Fatalf("EnsureSubtree(%+v) = %v, %v; want created", st, created, err)
+			}
+			want := s.NodeACL()
+			if st.Secret {
+				want = s.SecretACL()
+			}
+			if acl, _, err := s.GetACL(ctx, st.Path); err != nil || !slices.Equal(acl, want) {
+				t.Errorf("%s: ACL %v, %v; want %v", st.Path, acl, err, want)
+			}
+			if _, err := anon.Create(ctx, st.Path+"/planted", nil, 0, zk.WorldACL(zk.PermRead)); !errors.Is(err, zk.ErrNoAuth) {
+				t.Errorf("anonymous create below %s: %v, want ErrNoAuth", st.Path, err)
+			}
+			if created, err := s.EnsureSubtree(ctx, st); err != nil || created {
+				t.Errorf("second EnsureSubtree(%+v) = %v, %v; want an existing, trusted root", st, created, err)
+			}
+		}
+
+		if _, err := anon.Create(ctx, "/planted", nil, 0, zk.WorldACL(zk.PermRead)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.EnsureSubtree(ctx, Subtree{Path: "/planted"}); !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "/planted") {
+			t.Errorf("EnsureSubtree of a planted root = %v, want ErrUntrusted naming it", err)
+		}
+		if created, err := anon.EnsureSubtree(ctx, Subtree{Path: "/open"}); err != nil || created {
+			t.Errorf("EnsureSubtree without a credential = %v, %v; want nothing done", created, err)
+		}
+		if ok, _, _ := anon.Exists(ctx, "/open"); ok {
+			t.Errorf("EnsureSubtree without a credential created /open")
+		}
+	})
+}
+
+func TestParseTrustedWriter(t *testing.T) {
+	id := Credential{User: "team-b", Password: "pw"}.ID()
+	if got, err := ParseTrustedWriter("digest:" + id); err != nil || got != (zk.ACL{Perms: zk.PermAll, Scheme: "digest", ID: id}) {
+		t.Errorf("ParseTrustedWriter(digest:%s) = %+v, %v", id, got, err)
+	}
+	for _, in := range []string{"", "digest:team-b", "digest::hash", "world:anyone", "ip:127.0.0.1", "team-b:pw"} {
+		if got, err := ParseTrustedWriter(in); !errors.Is(err, ErrBadCredential) || !strings.Contains(err.Error(), "ctl digest") {
+			t.Errorf("ParseTrustedWriter(%q) = %+v, %v; want ErrBadCredential saying how to get the id", in, got, err)
+		}
+	}
+	// A trusted writer may write below what this process creates.
+	acl, _ := policyACLs(&Credential{User: "shepherd", Password: "pw"}, []zk.ACL{{Perms: zk.PermRead, Scheme: "digest", ID: id}}, nil)
+	if len(acl) != 2 || acl[1] != (zk.ACL{Perms: zk.PermAll, Scheme: "digest", ID: id}) {
+		t.Errorf("policy ACL with a trusted writer: %v, want the writer's cdrwa after the credential's", acl)
+	}
 }

@@ -80,6 +80,12 @@ type Options struct {
 	// ACL; their permissions are forced to READ. Secrets (SecretACL)
 	// never get them.
 	ReadACL []zk.ACL
+	// TrustedWriters lists digest identities (ParseTrustedWriter) whose
+	// nodes CheckTrusted accepts as if the Session's credential had
+	// written them: other teams' credentials in a several-team set-up.
+	// They get cdrwa in the policy ACL, so that each may write below the
+	// nodes the others create; secrets (SecretACL) stay the credential's.
+	TrustedWriters []zk.ACL
 	// InsecureOpenACL turns CheckTrusted's refusals into logged warnings:
 	// the operator's explicit opt-out for a cluster that cannot be secured.
 	InsecureOpenACL bool
@@ -187,7 +193,7 @@ func Dial(ctx context.Context, connect string, opts Options) (*Session, error) {
 		}
 		cred, opts.Auth = &c, c.Auth()
 	}
-	nodeACL, secretACL := policyACLs(cred, opts.ReadACL)
+	nodeACL, secretACL := policyACLs(cred, opts.TrustedWriters, opts.ReadACL)
 	if opts.ACL == nil {
 		opts.ACL = nodeACL
 	}

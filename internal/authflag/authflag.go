@@ -1,6 +1,6 @@
 // Package authflag is the one way every Shepherd command takes its
-// credential and ACL policy: the flags --auth, --auth-file, --read-acl and
-// --insecure-open-acl (and their SHEPHERD_* variables), resolved into the
+// credential and ACL policy: the flags --auth, --auth-file, --read-acl,
+// --trusted-writers and --insecure-open-acl (and their SHEPHERD_* variables), resolved into the
 // recipe.Options every session is dialled with, and the warnings an open
 // or insecure set-up prints at every start. The policy itself (what ACL
 // nodes get, what is trusted) lives in coord/recipe; this package only
@@ -26,6 +26,7 @@ const (
 	FlagAuth     = "auth"
 	FlagAuthFile = "auth-file"
 	FlagReadACL  = "read-acl"
+	FlagWriters  = "trusted-writers"
 	FlagInsecure = "insecure-open-acl"
 )
 
@@ -38,26 +39,36 @@ func Flags() []cli.Flag {
 			Usage: "file holding the credential, one line user:password, mode 0600 (shepherd coord writes <data-dir>/admin.auth)"},
 		&cli.StringSliceFlag{Name: FlagReadACL, EnvVars: []string{"SHEPHERD_READ_ACL"},
 			Usage: "read-only identity added to the nodes created, e.g. digest:viewer:<hash from shepherd ctl digest viewer:pw>; repeatable"},
+		TrustedWritersFlag(),
 		&cli.BoolFlag{Name: FlagInsecure,
 			Usage: "act on nodes an unauthenticated session could have written (refused otherwise); logged at start and on every refusal it overrides"},
 	}
 }
 
+// TrustedWritersFlag is --trusted-writers, apart so that `shepherd up`,
+// whose credential is its server's, takes it too.
+func TrustedWritersFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: FlagWriters, EnvVars: []string{"SHEPHERD_TRUSTED_WRITERS"},
+		Usage: "other identities whose nodes are trusted as this credential's, e.g. digest:team-b:<hash from shepherd ctl digest team-b:pw>; comma-separated or repeated (docs/security.md)"}
+}
+
 // Settings are the security flags as given.
 type Settings struct {
-	Auth     string   // user:password or digest:user:password
-	AuthFile string   // path of a credential file
-	ReadACL  []string // scheme:id read-only identities
-	Insecure bool     // --insecure-open-acl
+	Auth           string   // user:password or digest:user:password
+	AuthFile       string   // path of a credential file
+	ReadACL        []string // scheme:id read-only identities
+	TrustedWriters []string // digest:user:hash identities trusted as writers
+	Insecure       bool     // --insecure-open-acl
 }
 
 // FromContext reads the Settings from the flags of Flags.
 func FromContext(c *cli.Context) Settings {
 	return Settings{
-		Auth:     c.String(FlagAuth),
-		AuthFile: c.String(FlagAuthFile),
-		ReadACL:  c.StringSlice(FlagReadACL),
-		Insecure: c.Bool(FlagInsecure),
+		Auth:           c.String(FlagAuth),
+		AuthFile:       c.String(FlagAuthFile),
+		ReadACL:        c.StringSlice(FlagReadACL),
+		TrustedWriters: c.StringSlice(FlagWriters),
+		Insecure:       c.Bool(FlagInsecure),
 	}
 }
 
@@ -91,6 +102,17 @@ func (st Settings) Apply(o *recipe.Options) error {
 	if len(o.ReadACL) > 0 && o.Auth == "" {
 		return fmt.Errorf("--%s without a credential: nodes would stay world-writable; give --%s or --%s too", FlagReadACL, FlagAuth, FlagAuthFile)
 	}
+	o.TrustedWriters = nil
+	for _, s := range st.TrustedWriters {
+		a, err := recipe.ParseTrustedWriter(s)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", FlagWriters, err)
+		}
+		o.TrustedWriters = append(o.TrustedWriters, a)
+	}
+	if len(o.TrustedWriters) > 0 && o.Auth == "" {
+		return fmt.Errorf("--%s without a credential: a process without one trusts nothing (its nodes are world-writable); give --%s or --%s too", FlagWriters, FlagAuth, FlagAuthFile)
+	}
 	o.InsecureOpenACL = st.Insecure
 	return nil
 }
@@ -110,7 +132,7 @@ func Warn(log *slog.Logger, process string, o recipe.Options) {
 	}
 	if o.Auth != "" {
 		c, _ := recipe.ParseCredential(o.Auth)
-		log.Info("authenticated", "process", process, "identity", c.String(), "readers", aclIDs(o.ReadACL))
+		log.Info("authenticated", "process", process, "identity", c.String(), "readers", aclIDs(o.ReadACL), "trusted_writers", aclIDs(o.TrustedWriters))
 	}
 }
 

@@ -26,11 +26,13 @@ func TestApply(t *testing.T) {
 	}
 	private, shared := file("private", 0o600), file("shared", 0o644)
 	viewer := "digest:" + recipe.Credential{User: "viewer", Password: "pw"}.ID()
+	teamB := "digest:" + recipe.Credential{User: "team-b", Password: "pw"}.ID()
 	for _, c := range []struct {
 		name     string
 		st       Settings
 		auth     string
 		readers  int
+		writers  int
 		insecure bool
 		err      string
 	}{
@@ -45,6 +47,9 @@ func TestApply(t *testing.T) {
 		{name: "bad-auth", st: Settings{Auth: "nocolon"}, err: "--auth: "},
 		{name: "bad-reader", st: Settings{Auth: "ops:pw", ReadACL: []string{"digest:viewer"}}, err: "--read-acl: "},
 		{name: "readers-open", st: Settings{ReadACL: []string{viewer}}, err: "without a credential"},
+		{name: "writers", st: Settings{Auth: "ops:pw", TrustedWriters: []string{teamB}}, auth: "ops:pw", writers: 1},
+		{name: "bad-writer", st: Settings{Auth: "ops:pw", TrustedWriters: []string{"world:anyone"}}, err: "--trusted-writers: "},
+		{name: "writers-open", st: Settings{TrustedWriters: []string{teamB}}, err: "--trusted-writers without a credential"},
 	} {
 		var o recipe.Options
 		err := c.st.Apply(&o)
@@ -55,8 +60,8 @@ func TestApply(t *testing.T) {
 			}
 		case err != nil:
 			t.Errorf("%s: %v", c.name, err)
-		case o.Auth != c.auth || len(o.ReadACL) != c.readers || o.InsecureOpenACL != c.insecure:
-			t.Errorf("%s: options %+v, want auth %q, %d readers, insecure %v", c.name, o, c.auth, c.readers, c.insecure)
+		case o.Auth != c.auth || len(o.ReadACL) != c.readers || len(o.TrustedWriters) != c.writers || o.InsecureOpenACL != c.insecure:
+			t.Errorf("%s: options %+v, want auth %q, %d readers, %d trusted writers, insecure %v", c.name, o, c.auth, c.readers, c.writers, c.insecure)
 		}
 	}
 	if err := (Settings{Auth: "a:b", AuthFile: private}).Apply(&recipe.Options{}); !errors.Is(err, ErrConflict) {

@@ -25,6 +25,24 @@ import (
 // Root is where the console keeps its accounts and audit log.
 const Root = "/shepherd/console"
 
+// AuditDir is where the console keeps its audit log (package
+// server/audit): readable by viewers, unlike the accounts beside it.
+const AuditDir = Root + "/audit"
+
+// Subtrees are the roots of the console's nodes, for
+// recipe.Session.EnsureSubtree: secret, as the accounts below are.
+func Subtrees() []recipe.Subtree { return []recipe.Subtree{{Path: Root, Secret: true}} }
+
+// PolicyACL is the ACL the security policy gives the node at p of the
+// console's tree (shepherd ctl secure): the node ACL for the audit log,
+// the secret ACL for the accounts, tokens and session key.
+func PolicyACL(s *recipe.Session, p string) []zk.ACL {
+	if p == AuditDir || strings.HasPrefix(p, AuditDir+"/") {
+		return s.NodeACL()
+	}
+	return s.SecretACL()
+}
+
 // Errors of the store.
 var (
 	// ErrBadLogin: unknown user or wrong password (deliberately one error).
@@ -240,7 +258,10 @@ func (st *Store) AddUser(ctx context.Context, name string, role Role, password [
 
 // ensureDir creates dir and its ancestors with the secret ACL: the
 // directories of accounts are the credential's alone, so nobody else
-// can add a user or token beside ours.
+// can add a user or token beside ours. A dir that exists must pass
+// CheckTrusted: one that another session made (and narrowed to
+// world:anyone:r, say) would hold its accounts beside ours, and writing
+// into it fails with a bare NoAuth; the refusal says what to do.
 func (st *Store) ensureDir(ctx context.Context, dir string) error {
 	var missing []string
 	for p := dir; p != "/" && p != "."; p = path.Dir(p) {
@@ -259,7 +280,7 @@ func (st *Store) ensureDir(ctx context.Context, dir string) error {
 			return err
 		}
 	}
-	return nil
+	return st.s.CheckTrusted(ctx, st.opts.Root, dir)
 }
 
 // RemoveUser deletes a user, its sessions and its tokens.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -213,6 +214,60 @@ func TestSessionsAreBounded(t *testing.T) {
 		}
 		if _, err := st.VerifySession(ctx, first); !errors.Is(err, ErrBadLogin) {
 			t.Errorf("the oldest session, beyond the bound, was accepted: %v", err)
+		}
+	})
+}
+
+// TestAttackPlantedAdminNarrowed is issue 23's planted admin: before the
+// first `ctl user add`, an anonymous session creates the console's tree,
+// an admin record with a hash it knows and an API token for it, then
+// narrows every ACL it made to world:anyone:r, so that no one else may
+// write them either. The console refuses the login and the token with
+// the reason, and the real admin's `ctl user add` fails with a message
+// that says what to do, instead of a bare NoAuth.
+func TestAttackPlantedAdminNarrowed(t *testing.T) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx := coordtest.Context(t, 30*time.Second)
+		connect := tg.Chroot(t, "authplant")
+		anon := dial(t, connect, "")
+		hash, _ := bcrypt.GenerateFromPassword([]byte("attacker-pw"), bcrypt.MinCost)
+		const tokenID, secret = "0123456789abcdef", "planted-secret"
+		planted := []struct{ path, data string }{
+			{Root + "/users/mallory", `{"version":1,"name":"mallory","role":"admin","hash":"` + string(hash) + `"}`},
+			{Root + "/tokens/" + tokenID, `{"version":1,"id":"` + tokenID + `","user":"mallory","digest":"` + digest(secret) + `"}`},
+		}
+		for _, n := range planted {
+			if err := anon.EnsurePath(ctx, path.Dir(n.path)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := anon.Create(ctx, n.path, []byte(n.data), 0, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Children first: the parents still let the attacker change them.
+		for _, p := range []string{planted[0].path, planted[1].path, Root + "/users", Root + "/tokens", Root, path.Dir(Root)} {
+			if _, err := anon.SetACL(ctx, p, zk.WorldACL(zk.PermRead), -1); err != nil {
+				t.Fatalf("narrow %s: %v", p, err)
+			}
+		}
+
+		st := newStore(t, dial(t, connect, coordtest.Auth), nil)
+		wantRefusal := func(what string, err error, node string) {
+			t.Helper()
+			if !errors.Is(err, recipe.ErrUntrusted) || !strings.Contains(err.Error(), node) ||
+				!strings.Contains(err.Error(), "grants WRITE or ADMIN to no trusted identity (its ACL: world:anyone:r)") {
+				t.Errorf("%s: %v\nwant ErrUntrusted naming %s and its world:anyone:r ACL", what, err, node)
+			}
+		}
+		_, err := st.Login(ctx, "mallory", []byte("attacker-pw"))
+		wantRefusal("login as the planted admin", err, planted[0].path)
+		_, err = st.Token(ctx, tokenPrefix+tokenID+"_"+secret)
+		wantRefusal("the planted token", err, planted[1].path)
+
+		err = st.AddUser(ctx, "alice", Admin, []byte("correct horse battery"), false)
+		wantRefusal("the real admin's user add", err, Root+"/users")
+		if err != nil && !strings.Contains(err.Error(), "Fix: ") {
+			t.Errorf("user add: %v, want the fix in the message", err)
 		}
 	})
 }
