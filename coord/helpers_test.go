@@ -101,7 +101,14 @@ type rawClient struct {
 
 func dialRaw(t testing.TB, addr string, cr proto.ConnectRequest) *rawClient {
 	t.Helper()
-	nc, err := net.Dial("tcp", addr)
+	return dialRawWith(t, &net.Dialer{}, addr, cr)
+}
+
+// dialRawWith is dialRaw through d, e.g. with socket options set before
+// the connection is made.
+func dialRawWith(t testing.TB, d *net.Dialer, addr string, cr proto.ConnectRequest) *rawClient {
+	t.Helper()
+	nc, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
