@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -623,8 +624,9 @@ func TestResolveStartAndGTIDStart(t *testing.T) {
 	}
 	source.DB(t).QueryRow("SELECT @@gtid_binlog_pos").Scan(&gtid)
 	cur, err := r.ResolveStart(ctx, "current")
-	if err != nil || cur != (Position{File: file, Pos: pos, GTID: gtid}) {
-		t.Errorf("ResolveStart(current) = %+v, %v; want %s:%d gtid %s", cur, err, file, pos, gtid)
+	server := "mariadb:" + strconv.FormatUint(uint64(source.ServerID()), 10) // a file position names its server
+	if err != nil || cur != (Position{File: file, Pos: pos, GTID: gtid, Server: server}) {
+		t.Errorf("ResolveStart(current) = %+v, %v; want %s:%d gtid %s of %s", cur, err, file, pos, gtid, server)
 	}
 	first, err := r.ResolveStart(ctx, "earliest")
 	if err != nil || first.File != "mysql-bin.000001" || first.Pos != 4 {
