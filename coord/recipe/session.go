@@ -240,7 +240,8 @@ func Dial(ctx context.Context, connect string, opts Options) (*Session, error) {
 // zk.Connect does not block: the connection is established in the
 // background and reported through onEvent.
 func (s *Session) openLocked() error {
-	h := &handle{mon: &wireMonitor{}, hosts: newEagerHosts(), ready: make(chan struct{}), closed: make(chan struct{})}
+	connectTimeout := s.opts.SessionTimeout / time.Duration(len(s.servers))
+	h := &handle{mon: &wireMonitor{connectTimeout: connectTimeout}, hosts: newEagerHosts(), ready: make(chan struct{}), closed: make(chan struct{})}
 	conn, _, err := zk.Connect(s.servers, s.opts.SessionTimeout,
 		zk.WithDialer(h.mon.dialer()),
 		zk.WithHostProvider(h.hosts),

@@ -71,6 +71,11 @@ type wireMonitor struct {
 	// go-zookeeper would keep it (conn.go:848); reset with the session.
 	lastZxid atomic.Int64
 
+	// connectTimeout bounds the wait for a connect response, as the Java
+	// client's does (session timeout / number of servers); 0: go-zookeeper's
+	// own bound. See wireConn.SetReadDeadline.
+	connectTimeout time.Duration
+
 	mu        sync.Mutex
 	confirmed time.Time // send time of the newest packet the server answered
 	sessionID int64     // from the latest connect response; 0 = none
@@ -166,6 +171,23 @@ type wireConn struct {
 	mu          sync.Mutex
 	connectSent time.Time
 	pending     map[int32][]time.Time // send times by xid, oldest first
+}
+
+// SetReadDeadline caps the deadline go-zookeeper sets for the connect
+// response at the monitor's connectTimeout. go-zookeeper waits ten
+// receive timeouts for it (conn.go:683: 200 s with a 30 s session), and a
+// server can leave a handshake unanswered: ZooKeeper 3.8 accepts
+// connections while it starts up and, failing to close one on its null
+// database, keeps it open. The session would run out on that one
+// connection; after the cap go-zookeeper dials again. Later deadlines,
+// the receive goroutine's, are go-zookeeper's.
+func (c *wireConn) SetReadDeadline(t time.Time) error {
+	if d := c.mon.connectTimeout; d > 0 && c.rd.frames == 0 && !t.IsZero() {
+		if bound := time.Now().Add(d); bound.Before(t) {
+			t = bound
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 // Write sends p with the monitor's zxid in the fields go-zookeeper filled
