@@ -59,12 +59,6 @@ type Monitor struct {
 	wasActive bool
 	outage    *outage
 
-	// written is the state this monitor last wrote in term writtenTerm
-	// (its election node), encoded: what it goes on from while the stored
-	// state cannot be trusted (owned by Run's goroutine).
-	written     []byte
-	writtenTerm string
-
 	// checkStateTrusted is Session.CheckTrusted; tests make it fail.
 	checkStateTrusted func(ctx context.Context, base, p string) error
 }
@@ -146,30 +140,6 @@ func (m *Monitor) campaign(ctx context.Context) {
 	}
 }
 
-// ownState is the state this monitor last wrote in term, or an empty
-// one: never the stored one when that cannot be trusted, and never one of
-// an earlier term, which another monitor may have moved on from.
-func (m *Monitor) ownState(term string) State {
-	st := State{Alerts: map[string]*Alert{}}
-	if m.writtenTerm != term || m.written == nil {
-		return st
-	}
-	if err := json.Unmarshal(m.written, &st); err != nil || st.Alerts == nil {
-		return State{Alerts: map[string]*Alert{}}
-	}
-	return st
-}
-
-// remember keeps st, just written in term, for ownState.
-func (m *Monitor) remember(term string, st *State) {
-	data, err := json.Marshal(st)
-	if err != nil {
-		m.written = nil
-		return
-	}
-	m.written, m.writtenTerm = data, term
-}
-
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -214,18 +184,13 @@ func (m *Monitor) evaluate(ctx context.Context, termNode string) error {
 	case err != nil:
 		return err
 	}
-	untrusted := false
 	if version >= 0 {
 		// The outbox is sent: only a state no other identity could have
-		// written is taken up.
-		switch err := m.checkStateTrusted(ctx, Root, StatePath); {
-		case errors.Is(err, recipe.ErrUntrusted):
-			m.log.Error("monitor: state not trusted: going on from the state this monitor wrote itself, or an empty one; it is written anew with this monitor's ACL (shepherd ctl secure fixes the tree)", "error", err)
-			st, untrusted = m.ownState(termNode), true
-		case err != nil:
-			// The ACL could not be read (connection loss, shutdown): the
-			// state is not known to be untrusted, and starting from an
-			// empty one would send again what it records as sent.
+		// written is taken up. An untrusted one (its node or an ancestor
+		// another session made) is refused as every role refuses one,
+		// with the fix in the error: starting over from an empty state
+		// instead sent every alert again at each evaluation.
+		if err := m.checkStateTrusted(ctx, Root, StatePath); err != nil {
 			return err
 		}
 	}
@@ -255,7 +220,7 @@ func (m *Monitor) evaluate(ctx context.Context, termNode string) error {
 		st.Outbox = append(st.Outbox, Outgoing{Batch: Batch{Monitor: m.cfg.Name, Notifications: notes}, Decided: now})
 		st.Events = append(st.Events, notes...)
 	}
-	if version, err = m.writeState(ctx, termNode, &st, version, untrusted); err != nil {
+	if version, err = writeState(ctx, s, termNode, &st, version); err != nil {
 		return err
 	}
 	if standby != nil {
@@ -325,18 +290,8 @@ func (m *Monitor) flush(ctx context.Context, termNode string, st *State, version
 		}
 	}
 	st.Outbox = keep
-	_, err := m.writeState(ctx, termNode, st, version, false)
+	_, err := writeState(ctx, m.deps.Session, termNode, st, version)
 	return err
-}
-
-// writeState writes st (see writeState) and keeps what it wrote for
-// ownState.
-func (m *Monitor) writeState(ctx context.Context, termNode string, st *State, version int32, replace bool) (int32, error) {
-	version, err := writeState(ctx, m.deps.Session, termNode, st, version, replace)
-	if err == nil {
-		m.remember(termNode, st)
-	}
-	return version, err
 }
 
 // logNotes logs each notification sent.

@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -214,9 +215,14 @@ func TestOutboxOfADeadMonitorIsDelivered(t *testing.T) {
 	})
 }
 
-// TestStateAnAnonymousClientWroteIsNotSent: an attacker who could write
-// the state (an open cluster) puts a notification in its outbox; the
-// monitor refuses the state instead of sending what it says.
+// TestStateAnAnonymousClientWroteIsNotSent: a state document an
+// anonymous client planted, under a root it planted too, with a
+// notification in its outbox. The monitor refuses it, as every role
+// refuses a planted tree, and sends nothing at all (it used to start
+// over from an empty state at each evaluation and send every alert
+// again). Once the planted state is gone and the root has the policy
+// ACL it writes its own state and sends its alert once, never the
+// attacker's.
 func TestStateAnAnonymousClientWroteIsNotSent(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, connect string) {
 		ctx := context.Background()
@@ -232,7 +238,34 @@ func TestStateAnAnonymousClientWroteIsNotSent(t *testing.T) {
 		}
 		r := newReceiver(t)
 		own := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
-		m, _ := startMonitor(t, own, cluster.NewFixed(failedSnap()), testConfig(r), Deps{})
+		var refused atomic.Int32
+		m, _ := startMonitorWith(t, own, cluster.NewFixed(failedSnap()), testConfig(r), Deps{}, func(m *Monitor) {
+			m.checkStateTrusted = func(ctx context.Context, base, p string) error {
+				err := own.CheckTrusted(ctx, base, p)
+				if errors.Is(err, recipe.ErrUntrusted) {
+					refused.Add(1)
+				}
+				return err
+			}
+		})
+		coordtest.WaitFor(t, 20*time.Second, "three refused evaluations", func() error {
+			if n := refused.Load(); n < 3 {
+				return fmt.Errorf("%d so far", n)
+			}
+			return nil
+		})
+		if got := r.all(); len(got) != 0 {
+			t.Fatalf("sent %d notifications from a planted tree: %+v", len(got), got)
+		}
+
+		// The operator's mend: the planted state removed, the root given
+		// the policy ACL (what ctl secure does to it).
+		if err := anon.Delete(ctx, StatePath, -1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := own.SetACL(ctx, Root, own.NodeACL(), -1); err != nil {
+			t.Fatal(err)
+		}
 		r.waitCount(t, RuleTaskFailed, StatusFiring, 1)
 		waitEvaluations(t, m, 3)
 		for _, got := range r.all() {
@@ -240,19 +273,8 @@ func TestStateAnAnonymousClientWroteIsNotSent(t *testing.T) {
 				t.Fatalf("sent the attacker's notification: %+v", got)
 			}
 		}
-		// The state was written anew under the monitor's ACL: later
-		// evaluations trust it instead of starting over and firing again.
 		if n := r.count(RuleTaskFailed, StatusFiring); n != 1 {
 			t.Fatalf("%d firing notifications after 3 evaluations, want 1: %+v", n, r.all())
-		}
-		acl, _, err := own.GetACL(ctx, StatePath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range acl {
-			if a.Scheme == "world" && a.Perms&^zk.PermRead != 0 {
-				t.Fatalf("the state node still grants %v to world:anyone: the monitor did not write it anew", acl)
-			}
 		}
 	})
 }

@@ -107,39 +107,28 @@ var ErrNotActive = errors.New("monitor: not the active monitor any more")
 
 // writeState writes st on condition that the election node of this
 // monitor's term still exists and nobody wrote the state since version
-// (-1: it did not exist). It returns the new version. With replace, the
-// node (an untrusted one) is deleted and created again with the
-// Session's own ACL, so that the next evaluation can trust what it reads
-// instead of starting over, and sending again, every time.
-func writeState(ctx context.Context, s *recipe.Session, termNode string, st *State, version int32, replace bool) (int32, error) {
+// (-1: it did not exist). It returns the new version.
+func writeState(ctx context.Context, s *recipe.Session, termNode string, st *State, version int32) (int32, error) {
 	st.Version = stateVersion
 	trimState(st)
 	data, err := encodeState(st)
 	if err != nil {
 		return version, err
 	}
-	ops := []any{&zk.CheckVersionRequest{Path: termNode, Version: 0}}
-	create := &zk.CreateRequest{Path: StatePath, Data: data, Flags: zk.FlagPersistent}
-	switch {
-	case version < 0:
+	check := &zk.CheckVersionRequest{Path: termNode, Version: 0}
+	var op any = &zk.SetDataRequest{Path: StatePath, Data: data, Version: version}
+	if version < 0 {
 		if err := s.EnsurePath(ctx, Root); err != nil {
 			return version, fmt.Errorf("monitor: create %s: %w", Root, err)
 		}
-		ops = append(ops, create)
-	case replace:
-		ops = append(ops, &zk.DeleteRequest{Path: StatePath, Version: version}, create)
-	default:
-		ops = append(ops, &zk.SetDataRequest{Path: StatePath, Data: data, Version: version})
+		op = &zk.CreateRequest{Path: StatePath, Data: data, Flags: zk.FlagPersistent}
 	}
-	_, err = s.Multi(ctx, ops...)
+	_, err = s.Multi(ctx, check, op)
 	switch {
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
 		return version, fmt.Errorf("%w: %v", ErrNotActive, err)
 	case err != nil:
 		return version, fmt.Errorf("monitor: write %s: %w", StatePath, err)
-	}
-	if replace || version < 0 {
-		return 0, nil
 	}
 	return version + 1, nil
 }
