@@ -174,8 +174,9 @@ func checkResetTarget(flavor string, pos, cp Position) error {
 	c, ok := replication.ComparePositions(flavor, pos, cp)
 	switch {
 	case !ok:
-		return fmt.Errorf("%w: %s and the target's checkpoint %s are not of one binlog (another server, or another base name), and no GTID state orders them",
-			ErrPositionUnordered, pos, cp)
+		return fmt.Errorf("%w: %s and the target's checkpoint %s are not of one binlog (another server, or another base name), and no GTID state orders them; "+
+			"give a position in the checkpoint's binlog (%s), or, for a task whose source moved to another server, see docs/replication.md#source-failover",
+			ErrPositionUnordered, pos, cp, cp.File)
 	case c < 0:
 		return fmt.Errorf("%w: %s is before %s, which the target has committed; going back needs the target's data and checkpoint row restored first",
 			ErrPositionBehind, pos, cp)

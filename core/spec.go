@@ -421,21 +421,14 @@ var (
 	mariaGTIDRe = regexp.MustCompile(`^[0-9]+-[0-9]+-[0-9]+(,\s*[0-9]+-[0-9]+-[0-9]+)*$`)
 )
 
-// isFilePos reports whether s has the shape of a binlog position,
-// file:pos, right or not.
-func isFilePos(s string) bool {
-	_, isFile, _ := replication.ParseFilePos(s)
-	return isFile
-}
-
 // checkStart checks a start point against the source's flavor.
 func checkStart(s, flavor string) error {
+	if _, isFile, err := replication.ParseFilePos(s); isFile {
+		return err
+	}
 	switch {
 	case s == StartCurrent, s == StartEarliest:
 		return nil
-	case isFilePos(s):
-		_, _, err := replication.ParseFilePos(s)
-		return err
 	case mysqlGTIDRe.MatchString(s):
 		if flavor != FlavorMySQL {
 			return fmt.Errorf("%q is a MySQL GTID set, but source.flavor is %s (MariaDB GTIDs look like 0-1-100)", s, flavor)
