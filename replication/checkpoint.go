@@ -59,7 +59,7 @@ func (s checkpointStore) create(ctx context.Context, db execer, schema string) e
 			owner       VARCHAR(255) NOT NULL DEFAULT '',
 			ddl_pending VARCHAR(1024) NOT NULL DEFAULT '',
 			updated_at  DATETIME(6) NULL,
-			source_server VARCHAR(255) NOT NULL DEFAULT ''
+			` + serverColumn + `
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 	}
 	for _, q := range stmts {
@@ -76,6 +76,10 @@ func (s checkpointStore) create(ctx context.Context, db execer, schema string) e
 	return nil
 }
 
+// serverColumn is the checkpoint's source server column (Position.Server),
+// for new tables and those made before it.
+const serverColumn = "source_server VARCHAR(255) NOT NULL DEFAULT ''"
+
 // addServerColumn adds source_server to a table made before positions
 // recorded their server. MySQL has no ADD COLUMN IF NOT EXISTS, so the
 // catalogue is asked first; two Runs racing here both try, and the loser's
@@ -90,7 +94,7 @@ func (s checkpointStore) addServerColumn(ctx context.Context, db execer, schema 
 	if n > 0 {
 		return nil
 	}
-	_, err = db.ExecContext(ctx, "ALTER TABLE "+s.table+" ADD COLUMN source_server VARCHAR(255) NOT NULL DEFAULT ''")
+	_, err = db.ExecContext(ctx, "ALTER TABLE "+s.table+" ADD COLUMN "+serverColumn)
 	if err != nil && !isDuplicateColumn(err) {
 		return fmt.Errorf("add source_server to checkpoint table %s: %w", s.table, err)
 	}

@@ -263,3 +263,34 @@ func TestFirstGTIDIsRecorded(t *testing.T) {
 	}
 	assertSameData(t, fresh, target, db, db)
 }
+
+// TestCheckpointTableOfAnOlderVersion: a checkpoint table made before
+// positions named their server gets the column at Open, and its row
+// still reads, as a position of an unknown server (resumed on whichever
+// server answers, as before).
+func TestCheckpointTableOfAnOlderVersion(t *testing.T) {
+	source, target := servers(t)
+	const schema = "rt_old_ckpt"
+	dropDBs(t, []*testpeer.MariaDB{target}, schema)
+	target.Exec(t, "CREATE DATABASE "+schema, "CREATE TABLE "+schema+"."+CheckpointTable+` (
+			task        VARCHAR(191) NOT NULL PRIMARY KEY,
+			binlog_file VARCHAR(255) NOT NULL DEFAULT '',
+			binlog_pos  BIGINT UNSIGNED NOT NULL DEFAULT 0,
+			gtid        TEXT NOT NULL,
+			epoch       BIGINT NOT NULL DEFAULT 0,
+			owner       VARCHAR(255) NOT NULL DEFAULT '',
+			ddl_pending VARCHAR(1024) NOT NULL DEFAULT '',
+			updated_at  DATETIME(6) NULL
+		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`)
+	cfg := newConfig(t, source, target, "rt_old_ckpt_data")
+	cfg.CheckpointSchema = schema
+	target.Exec(t, fmt.Sprintf("INSERT INTO %s.%s (task, binlog_file, binlog_pos, gtid, epoch, owner) VALUES ('%s', 'mysql-bin.000001', 4, '0-1-1', 3, 'old')",
+		schema, CheckpointTable, cfg.Task))
+	r := openReplicator(t, cfg)
+	cp, ok, err := r.TargetCheckpoint(t.Context())
+	want := Position{File: "mysql-bin.000001", Pos: 4, GTID: "0-1-1"}
+	if err != nil || !ok || cp.Position != want || cp.Epoch != 3 {
+		t.Fatalf("checkpoint of the older table: %+v %v %v, want %+v at epoch 3", cp, ok, err, want)
+	}
+	openReplicator(t, cfg) // a second Open finds the column there
+}
