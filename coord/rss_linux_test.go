@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/shepherd-dev/shepherd/coord/proto"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
@@ -58,26 +56,7 @@ func TestNonReadingWatcherProcessRSS(t *testing.T) {
 		return err
 	})
 
-	writer := connect(t, addr, 10*time.Second)
-	dir := "/" + strings.Repeat("w", 700)
-	if _, err := writer.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
-	node := func(i int) string { return fmt.Sprintf("%s/n%05d", dir, i) }
-	eachMulti := func(op func(path string) any, between func()) {
-		t.Helper()
-		for i := 0; i < watches; i += perMulti {
-			ops := make([]any, 0, perMulti)
-			for j := i; j < i+perMulti; j++ {
-				ops = append(ops, op(node(j)))
-			}
-			if _, err := writer.Multi(ops...); err != nil {
-				t.Fatalf("multi at node %d: %v", i, err)
-			}
-			between()
-		}
-	}
-	eachMulti(func(path string) any { return &zk.CreateRequest{Path: path, Acl: zk.WorldACL(zk.PermAll)} }, func() {})
+	tree := newWatchedTree(t, connect(t, addr, 10*time.Second), 700, watches, perMulti)
 
 	// A small receive buffer, set before the handshake: a client that has
 	// stopped reading stops the kernel's absorbing too, which would
@@ -92,16 +71,12 @@ func TestNonReadingWatcherProcessRSS(t *testing.T) {
 		return serr
 	}}
 	rc := dialRawWith(t, smallBuffer, addr, proto.ConnectRequest{TimeOut: 600000, Passwd: make([]byte, 16)})
-	for i := range watches {
-		if h, _ := rc.call(proto.OpGetData, &proto.GetDataRequest{Path: node(i), Watch: true}); h.Err != proto.ErrOK {
-			t.Fatalf("getData %d with a watch: %v", i, h.Err)
-		}
-	}
+	tree.watch(rc)
 	base := rss(t, cmd.Process.Pid)
 	peak := base
 	// From here on the watcher never reads. Each multi returns once the
 	// server has queued its events (or cut the watcher off).
-	eachMulti(func(path string) any { return &zk.SetDataRequest{Path: path, Version: -1} }, func() {
+	tree.fire(func() {
 		peak = max(peak, rss(t, cmd.Process.Pid))
 	})
 	rc.nc.SetReadDeadline(time.Now().Add(30 * time.Second)) // a liveness bound, not a timing
