@@ -3,6 +3,7 @@ package recipe
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -20,6 +21,8 @@ type faultProxy struct {
 	conns map[net.Conn]struct{}
 	up    *gate // client to server
 	down  *gate // server to client
+
+	accepted atomic.Int32 // client connections accepted so far
 
 	wg sync.WaitGroup
 }
@@ -75,6 +78,7 @@ func (p *faultProxy) accept() {
 		if err != nil {
 			return
 		}
+		p.accepted.Add(1)
 		s, err := net.Dial("tcp", p.target)
 		if err != nil {
 			c.Close()

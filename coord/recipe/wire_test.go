@@ -257,58 +257,32 @@ func floodAndCut(ctx context.Context, t *testing.T, s *Session, proxy *faultProx
 // TestUnansweredHandshakeIsRetried: a server that accepts a connection
 // and never answers its connect request, as ZooKeeper 3.8 can while it
 // starts up, costs a Session one connect timeout (session timeout /
-// servers), not go-zookeeper's ten receive timeouts: the next connection
-// gets the session. Dial's 20 s bound is under go-zookeeper's 27 s for a
-// 4 s session.
+// servers), not go-zookeeper's ten receive timeouts: the client gives the
+// connection up and dials another. For a 4 s session that is 4 s against
+// go-zookeeper's 27 s, which the 20 s liveness bound below tells apart.
 func TestUnansweredHandshakeIsRetried(t *testing.T) {
 	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var held []net.Conn
-		hold := func(cs ...net.Conn) {
-			mu.Lock()
-			defer mu.Unlock()
-			held = append(held, cs...)
-		}
-		t.Cleanup(func() {
-			ln.Close()
-			mu.Lock()
-			for _, c := range held {
-				c.Close()
-			}
-			mu.Unlock()
-			wg.Wait()
-		})
-		wg.Go(func() {
-			for n := 0; ; n++ {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				if n == 0 { // the first connection: accepted, never answered
-					hold(c)
-					continue
-				}
-				up, err := net.Dial("tcp", tg.Addr)
-				if err != nil {
-					c.Close()
-					continue
-				}
-				hold(c, up)
-				wg.Go(func() { _, _ = io.Copy(up, c); up.Close() })
-				wg.Go(func() { _, _ = io.Copy(c, up); c.Close() })
-			}
-		})
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		proxy := newFaultProxy(t, tg.Addr)
+		proxy.StallReplies() // connect requests arrive; no response leaves
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		s, err := Dial(ctx, ln.Addr().String(), Options{SessionTimeout: 4 * time.Second, Logger: coordtest.Logger(t)})
-		if err != nil {
-			t.Fatalf("Dial through a server that left the first handshake unanswered: %v", err)
+		dialed := make(chan error, 1)
+		go func() {
+			s, err := Dial(ctx, proxy.Addr(), Options{SessionTimeout: 4 * time.Second, Logger: coordtest.Logger(t)})
+			if err == nil {
+				s.Close()
+			}
+			dialed <- err
+		}()
+		coordtest.WaitFor(t, 20*time.Second, "a second connection after the unanswered handshake", func() error {
+			if n := proxy.accepted.Load(); n < 2 {
+				return fmt.Errorf("%d connections", n)
+			}
+			return nil
+		})
+		proxy.Release()
+		if err := <-dialed; err != nil {
+			t.Fatalf("Dial once the server answers: %v", err)
 		}
-		s.Close()
 	})
 }
