@@ -347,7 +347,7 @@ func (a *Admin) RemoveTask(ctx context.Context, name string) error {
 		}
 		return fmt.Errorf("%w: %s has instances %s: %s", ErrTaskBusy, name, strings.Join(names, ", "), hint)
 	}
-	paths := []string{a.layout.LastCommit(name), a.layout.Instances(name)}
+	paths := []string{a.layout.LastCommit(name), a.layout.SwitchSource(name), a.layout.Instances(name)}
 	if ts.Spec != nil && ts.Spec.Standby.Mode == ModeCold {
 		paths = append(paths, a.layout.GroupInstances(ts.Spec.Standby.Group, name), a.layout.GroupTask(ts.Spec.Standby.Group, name))
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // Engine opens the replicator of a task. The production engine copies
@@ -12,7 +14,14 @@ import (
 // and what happens on failure — and the replicator only copies.
 type Engine interface {
 	Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replicator, error)
+	// ProbeSource looks at one source candidate, within a few seconds:
+	// the reading automatic source failover decides from.
+	ProbeSource(ctx context.Context, e Endpoint, log *slog.Logger) SourceHealth
 }
+
+// SourceHealth is what a probe of a source server found
+// (replication.ProbeSource).
+type SourceHealth = replication.SourceHealth
 
 // Replicator copies one task's changes from its source to its target.
 //

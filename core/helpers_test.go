@@ -16,7 +16,7 @@ import (
 func testSpec(name string) *Spec {
 	sp := &Spec{
 		Name:   name,
-		Source: Endpoint{Host: "source.test", User: "repl", Flavor: FlavorMariaDB},
+		Source: SourceEndpoint{Endpoint: Endpoint{Host: "source.test", User: "repl", Flavor: FlavorMariaDB}},
 		Target: Endpoint{Host: "target.test", User: "apply", Flavor: FlavorMariaDB},
 		Start:  StartEarliest,
 	}
@@ -40,6 +40,11 @@ func (f memFleet) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Replica
 		return nil, fmt.Errorf("%w: memFleet: no engine for task %q", ErrNonRetryable, sp.Name)
 	}
 	return e.Open(ctx, sp, log)
+}
+
+// ProbeSource finds every source a reachable primary.
+func (f memFleet) ProbeSource(ctx context.Context, ep Endpoint, log *slog.Logger) SourceHealth {
+	return (&MemEngine{}).ProbeSource(ctx, ep, log)
 }
 
 // runningCore is a Core running in the test, with its own session.

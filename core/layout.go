@@ -15,6 +15,7 @@ const DefaultRoot = "/mysql_replicator"
 //	<root>/tasks/<task>                                  spec (JSON)
 //	<root>/tasks/<task>/instances/<host>-<seq>           hot standby instances
 //	<root>/tasks/<task>/lastCommit                       checkpoint mirror
+//	<root>/tasks/<task>/switchSource                     an operator's request to change source
 //	<root>/tasks-groups/<group>/<task>                   cold group membership
 //	<root>/tasks-groups/<group>/<task>/instances/<host>-<seq>
 //	<root>/cores/<group>/<host>                          live cores of a group (EPHEMERAL)
@@ -43,6 +44,10 @@ func (l Layout) Instances(task string) string { return l.Task(task) + "/instance
 
 // LastCommit is a task's checkpoint mirror.
 func (l Layout) LastCommit(task string) string { return l.Task(task) + "/lastCommit" }
+
+// SwitchSource is a task's pending request to read from another source
+// candidate (Admin.SwitchSource); the core that serves it deletes it.
+func (l Layout) SwitchSource(task string) string { return l.Task(task) + "/switchSource" }
 
 // Groups is the directory of the cold groups.
 func (l Layout) Groups() string { return l.Root + "/tasks-groups" }

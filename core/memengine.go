@@ -48,6 +48,41 @@ type MemEngine struct {
 	handovers   []time.Duration
 	lastOwner   string
 	lastOwnerAt time.Time
+	// sources are the probes of source candidates by host:port; a
+	// candidate not set is a reachable primary.
+	sources map[string]SourceHealth
+	opened  []string // the source of each Open, in order
+}
+
+// SetSource sets what probes of the source candidate addr find: h's
+// Addr is set to addr.
+func (e *MemEngine) SetSource(addr string, h SourceHealth) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sources == nil {
+		e.sources = map[string]SourceHealth{}
+	}
+	h.Addr = addr
+	e.sources[addr] = h
+}
+
+// ProbeSource is Engine.ProbeSource: what SetSource set for e's address,
+// else a reachable primary.
+func (e *MemEngine) ProbeSource(ctx context.Context, ep Endpoint, log *slog.Logger) SourceHealth {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h, ok := e.sources[ep.Addr()]; ok {
+		return h
+	}
+	return SourceHealth{Addr: ep.Addr(), Server: "mem:" + ep.Addr(), LogBin: true, LogReplicaUpdates: true, GTID: memEverything}
+}
+
+// OpenedSources returns the source address of every Open so far, in
+// order.
+func (e *MemEngine) OpenedSources() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.opened...)
 }
 
 type ownerPos struct {
@@ -56,6 +91,21 @@ type ownerPos struct {
 }
 
 const memFile = "mem-bin.000001"
+
+// memEverything is a GTID state past every memPosition: a candidate
+// holding every transaction the source wrote.
+const memEverything = "0-1-999999999"
+
+// memPosition is the position before event i: offset i, and the GTID
+// state of a MariaDB source that has written events 0..i-1 in domain 0
+// as server 1 (sequence numbers from 1).
+func memPosition(i int) Position {
+	p := Position{File: memFile, Pos: uint32(i)}
+	if i > 0 {
+		p.GTID = fmt.Sprintf("0-1-%d", i)
+	}
+	return p
+}
 
 var errMemDown = errors.New("memengine: target unreachable")
 
@@ -120,6 +170,7 @@ func (e *MemEngine) Open(ctx context.Context, sp *Spec, log *slog.Logger) (Repli
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.opens++
+	e.opened = append(e.opened, sp.Source.Addr())
 	if e.down {
 		return nil, fmt.Errorf("connect to target %s:%d: %w", sp.Target.Host, sp.Target.Port, errMemDown)
 	}
@@ -133,9 +184,9 @@ func (r *memRep) ResolveStart(ctx context.Context, start string) (Position, erro
 	defer r.e.mu.Unlock()
 	switch start {
 	case StartEarliest:
-		return Position{File: memFile}, nil
+		return memPosition(0), nil
 	case StartCurrent:
-		return Position{File: memFile, Pos: uint32(r.e.events)}, nil
+		return memPosition(r.e.events), nil
 	}
 	return Position{}, fmt.Errorf("%w: memengine: start %q unsupported", ErrNonRetryable, start)
 }
@@ -233,12 +284,12 @@ func (r *memRep) Run(ctx context.Context, from Position, epoch int64, owner stri
 			e.handovers = append(e.handovers, now.Sub(e.lastOwnerAt))
 		}
 		e.lastOwner, e.lastOwnerAt = owner, now
-		e.cp = Checkpoint{Position: Position{File: memFile, Pos: uint32(next)}, Epoch: epoch, Owner: owner, Time: now}
+		e.cp = Checkpoint{Position: memPosition(next), Epoch: epoch, Owner: owner, Time: now}
 		e.hasCP = true
 		e.lastBy[owner] = e.cp.Position
 		e.mu.Unlock()
 		rows += int64(n)
-		progress(Progress{Committed: Position{File: memFile, Pos: uint32(next)}, Rows: rows})
+		progress(Progress{Committed: memPosition(next), Rows: rows})
 	}
 }
 

@@ -17,6 +17,9 @@ type metrics struct {
 	terms    *prometheus.CounterVec // task: terms of ownership begun (takeovers and first starts)
 	fenced   *prometheus.CounterVec // task: terms ended because a newer owner fenced this one
 	failures *prometheus.CounterVec // task, kind (retryable, non_retryable)
+	// sourceSwitches counts the runs this core moved to another source
+	// candidate.
+	sourceSwitches *prometheus.CounterVec // task
 	// handovers counts the cold tasks this core handed to its group.
 	handovers *prometheus.CounterVec // reason (balance, pinned, shutdown)
 }
@@ -47,6 +50,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "shepherd_core_failures_total",
 			Help: "Replication failures of the tasks this core ran, by kind (retryable, non_retryable).",
 		}, []string{"task", "kind"}),
+		sourceSwitches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shepherd_core_source_switches_total",
+			Help: "Times this core moved a task to another source candidate: the source unreachable, read-only, or an operator's request.",
+		}, []string{"task"}),
 		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shepherd_core_handovers_total",
 			Help: "Cold-standby tasks this core handed over to its group, by reason: balance (over its fair share), pinned (to a preferred core), shutdown.",
@@ -56,7 +63,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.handovers.WithLabelValues(r) // exported at 0 from the start
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.state, m.lag, m.rows, m.terms, m.fenced, m.failures, m.handovers} {
+		for _, c := range []prometheus.Collector{m.state, m.lag, m.rows, m.terms, m.fenced, m.failures, m.sourceSwitches, m.handovers} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

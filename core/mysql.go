@@ -46,12 +46,11 @@ func replicationConfig(ctx context.Context, sp *Spec, log *slog.Logger) (replica
 		name string
 		in   Endpoint
 		out  *replication.Endpoint
-	}{{"source", sp.Source, &cfg.Source}, {"target", sp.Target, &cfg.Target}} {
-		pw, err := ep.in.ResolvePassword(ctx)
-		if err != nil {
+	}{{"source", sp.Source.Endpoint, &cfg.Source}, {"target", sp.Target, &cfg.Target}} {
+		var err error
+		if *ep.out, err = replicationEndpoint(ctx, ep.in); err != nil {
 			return cfg, fmt.Errorf("task %q: %s.%w", sp.Name, ep.name, err)
 		}
-		*ep.out = replication.Endpoint{Host: ep.in.Host, Port: ep.in.Port, User: ep.in.User, Password: pw, Flavor: ep.in.Flavor}
 	}
 	for _, r := range sp.Routes {
 		fromDB, fromTable, _ := strings.Cut(r.From, ".")
@@ -59,6 +58,24 @@ func replicationConfig(ctx context.Context, sp *Spec, log *slog.Logger) (replica
 		cfg.Routes = append(cfg.Routes, replication.Route{FromDB: fromDB, FromTable: fromTable, ToDB: toDB, ToTable: toTable})
 	}
 	return cfg, nil
+}
+
+// replicationEndpoint is e in replication's terms, its password read.
+func replicationEndpoint(ctx context.Context, e Endpoint) (replication.Endpoint, error) {
+	pw, err := e.ResolvePassword(ctx)
+	if err != nil {
+		return replication.Endpoint{}, err
+	}
+	return replication.Endpoint{Host: e.Host, Port: e.Port, User: e.User, Password: pw, Flavor: e.Flavor}, nil
+}
+
+// ProbeSource is Engine.ProbeSource: replication.ProbeSource.
+func (MySQL) ProbeSource(ctx context.Context, e Endpoint, log *slog.Logger) SourceHealth {
+	re, err := replicationEndpoint(ctx, e)
+	if err != nil {
+		return SourceHealth{Addr: e.Addr(), Err: fmt.Errorf("source %s: %w", e.Addr(), err)}
+	}
+	return replication.ProbeSource(ctx, re, log)
 }
 
 type mysqlReplicator struct{ r *replication.Replicator }

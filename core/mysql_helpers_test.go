@@ -183,7 +183,7 @@ func targetCheckpoint(ctx context.Context, target *sql.DB, task string) (owner s
 func mysqlSpec(name, db string, source, target *testpeer.MariaDB) *Spec {
 	sp := &Spec{
 		Name:   name,
-		Source: Endpoint{Host: source.Host(), Port: source.Port(), User: "root", Flavor: FlavorMariaDB},
+		Source: SourceEndpoint{Endpoint: Endpoint{Host: source.Host(), Port: source.Port(), User: "root", Flavor: FlavorMariaDB}},
 		Target: Endpoint{Host: target.Host(), Port: target.Port(), User: "root", Flavor: FlavorMariaDB},
 		Filter: Filter{Include: []string{db + ".*"}},
 		Start:  StartCurrent,

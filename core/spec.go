@@ -7,13 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/shepherd-dev/shepherd/internal/boundedfile"
+	"github.com/shepherd-dev/shepherd/internal/duration"
 	"github.com/shepherd-dev/shepherd/replication"
 )
 
@@ -56,8 +60,9 @@ type Spec struct {
 	Version int `json:"version" yaml:"version"`
 	// Name names the task: the znode tasks/<name>.
 	Name string `json:"name" yaml:"name"`
-	// Source is the MySQL or MariaDB server whose binlog is read.
-	Source Endpoint `json:"source" yaml:"source"`
+	// Source is the MySQL or MariaDB server whose binlog is read, and
+	// the servers that may stand in for it.
+	Source SourceEndpoint `json:"source" yaml:"source"`
 	// Target is the server the changes are applied to.
 	Target Endpoint `json:"target" yaml:"target"`
 	// Filter selects the tables replicated.
@@ -94,6 +99,94 @@ type Endpoint struct {
 	PasswordFile string `json:"passwordFile,omitempty" yaml:"passwordFile"`
 	// Flavor is "mysql" (the default) or "mariadb".
 	Flavor string `json:"flavor" yaml:"flavor"`
+}
+
+// SourceEndpoint is the source server (Host and Port: the primary) and
+// the candidates that can take its place (Hosts: its replicas), read with
+// the same account. A RUNNING task reads from one of them at a time (see
+// ActiveSource) and switches, by GTID, to another when the one it reads
+// is unreachable for FailoverAfter, or is read-only while another is
+// writable (docs/replication.md#source-failover).
+type SourceEndpoint struct {
+	Endpoint `yaml:",inline"`
+	// Hosts are the other candidates, host:port each, in the order they
+	// are preferred.
+	Hosts []string `json:"hosts,omitempty" yaml:"hosts"`
+	// FailoverAfter is how long the source must stay unreachable before
+	// the task switches to a candidate. Zero: DefaultFailoverAfter.
+	FailoverAfter duration.Duration `json:"failoverAfter,omitempty" yaml:"failoverAfter"`
+}
+
+// DefaultFailoverAfter is SourceEndpoint.FailoverAfter's default: long
+// enough for a server restart or a VIP move to pass unnoticed.
+const DefaultFailoverAfter = 30 * time.Second
+
+// minFailoverAfter bounds FailoverAfter from below: a probe must be able
+// to fail a few times before a task leaves its source.
+const minFailoverAfter = time.Second
+
+// Addr is the endpoint's host:port.
+func (e Endpoint) Addr() string { return net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) }
+
+// Candidates returns the servers the task may read from, the primary
+// first, each with the source's account and flavor.
+func (s *SourceEndpoint) Candidates() []Endpoint {
+	out := []Endpoint{s.Endpoint}
+	for _, h := range s.Hosts {
+		host, port, err := splitHostPort(h)
+		if err != nil {
+			continue // Validate refuses it
+		}
+		e := s.Endpoint
+		e.Host, e.Port = host, port
+		out = append(out, e)
+	}
+	return out
+}
+
+// Candidate returns the candidate whose host:port is addr.
+func (s *SourceEndpoint) Candidate(addr string) (Endpoint, bool) {
+	for _, e := range s.Candidates() {
+		if e.Addr() == addr {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
+}
+
+// ActiveSource is the server a task reads from: the candidate its
+// lastCommit records it switched to (lc.Source), or the primary when it
+// never switched or that server is no longer a candidate. Core, ctl, the
+// console and the monitor all ask this function.
+func (sp *Spec) ActiveSource(lc LastCommit) Endpoint {
+	if e, ok := sp.Source.Candidate(lc.Source); ok && lc.Source != "" {
+		return e
+	}
+	return sp.Source.Endpoint
+}
+
+// failoverAfter is FailoverAfter with its default.
+func (s *SourceEndpoint) failoverAfter() time.Duration {
+	if s.FailoverAfter <= 0 {
+		return DefaultFailoverAfter
+	}
+	return s.FailoverAfter.D()
+}
+
+// splitHostPort parses a candidate's host:port.
+func splitHostPort(hp string) (string, int, error) {
+	host, p, err := net.SplitHostPort(hp)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q: want host:port", hp)
+	}
+	port, err := strconv.Atoi(p)
+	switch {
+	case err != nil || port < 1 || port > 65535:
+		return "", 0, fmt.Errorf("%q: port %q: want 1-65535", hp, p)
+	case host == "" || strings.ContainsAny(host, " /\t\n"):
+		return "", 0, fmt.Errorf("%q: %q is not a host name or address", hp, host)
+	}
+	return host, port, nil
 }
 
 // Filter selects tables by db.table patterns, where * matches any run of
@@ -216,7 +309,7 @@ func (sp *Spec) setDefaults() {
 	if sp.Standby.Mode == "" {
 		sp.Standby.Mode = ModeHot
 	}
-	for _, e := range []*Endpoint{&sp.Source, &sp.Target} {
+	for _, e := range []*Endpoint{&sp.Source.Endpoint, &sp.Target} {
 		if e.Flavor == "" {
 			e.Flavor = FlavorMySQL
 		}
@@ -241,9 +334,7 @@ func (sp *Spec) Validate() error {
 	}
 	sp.Source.validate("source", bad)
 	sp.Target.validate("target", bad)
-	if sp.Source.Host != "" && sp.Source.Host == sp.Target.Host && sp.Source.Port == sp.Target.Port {
-		bad("target", "is the source (%s:%d): replicating a server into itself would apply every change twice", sp.Target.Host, sp.Target.Port)
-	}
+	sp.Source.validateCandidates(sp.Target, bad)
 	for i, p := range sp.Filter.Include {
 		if err := checkTablePattern(p); err != nil {
 			bad(fmt.Sprintf("filter.include[%d]", i), "%v", err)
@@ -305,6 +396,43 @@ func (sp *Spec) Validate() error {
 	return fmt.Errorf("%w: %s", ErrInvalidSpec, strings.Join(errs, "; "))
 }
 
+// validateCandidates checks Hosts and FailoverAfter: every candidate a
+// host:port given once, none of them the target.
+func (s *SourceEndpoint) validateCandidates(target Endpoint, bad func(field, format string, args ...any)) {
+	seen := map[string]bool{}
+	for i, e := range append([]Endpoint{s.Endpoint}, s.Candidates()[1:]...) {
+		field := "source"
+		if i > 0 {
+			field = fmt.Sprintf("source.hosts[%d]", i-1)
+		}
+		if e.Host == "" {
+			continue // reported as source.host
+		}
+		if seen[e.Addr()] {
+			bad(field, "%s is given twice", e.Addr())
+		}
+		seen[e.Addr()] = true
+		switch {
+		case e.Host != target.Host || e.Port != target.Port:
+		case i == 0:
+			bad("target", "is the source (%s): replicating a server into itself would apply every change twice", e.Addr())
+		default:
+			bad(field, "%s is the target: replicating a server into itself would apply every change twice", e.Addr())
+		}
+	}
+	for i, h := range s.Hosts {
+		if _, _, err := splitHostPort(h); err != nil {
+			bad(fmt.Sprintf("source.hosts[%d]", i), "%v", err)
+		}
+	}
+	switch {
+	case s.FailoverAfter != 0 && len(s.Hosts) == 0:
+		bad("source.failoverAfter", "needs source.hosts, the candidates to fail over to")
+	case s.FailoverAfter != 0 && s.FailoverAfter.D() < minFailoverAfter:
+		bad("source.failoverAfter", "%v: at least %v", s.FailoverAfter.D(), minFailoverAfter)
+	}
+}
+
 func (e *Endpoint) validate(field string, bad func(field, format string, args ...any)) {
 	if e.Host == "" {
 		bad(field+".host", "required")
@@ -341,7 +469,7 @@ const RedactedPassword = "***"
 // no secret.
 func (sp *Spec) Redacted() *Spec {
 	out := *sp
-	for _, e := range []*Endpoint{&out.Source, &out.Target} {
+	for _, e := range []*Endpoint{&out.Source.Endpoint, &out.Target} {
 		if e.Password != "" {
 			e.Password = RedactedPassword
 		}

@@ -95,6 +95,22 @@ type LastCommit struct {
 	// Failure records a non-retryable failure, so that instances taking
 	// over do not retry it forever.
 	Failure *Failure `json:"failure,omitempty"`
+	// Source is the host:port of the source candidate the task reads
+	// from (Spec.ActiveSource); empty before the first run.
+	Source string `json:"source,omitempty"`
+	// Switch is the task's last change of source, automatic or asked for.
+	Switch *SourceSwitch `json:"switch,omitempty"`
+}
+
+// SourceSwitch records a task leaving one source candidate for another.
+type SourceSwitch struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Reason says why: the source unreachable, read-only while To was
+	// writable, or an operator's request (and whose).
+	Reason string    `json:"reason"`
+	Owner  string    `json:"owner"` // the instance that switched
+	Time   time.Time `json:"time"`
 }
 
 // Failure is a non-retryable failure of a task.

@@ -20,6 +20,8 @@ type taskRun struct {
 	cold bool // owned through a group scan: give it up rather than pause it
 	log  *slog.Logger
 	spec *recipe.Value
+	// switchReq follows the task's switchSource request node.
+	switchReq *recipe.Value
 }
 
 // specKey identifies one version of a spec node: changing, deleting or
@@ -31,10 +33,18 @@ func (c *Core) newTaskRun(ctx context.Context, name string, cold bool) (*taskRun
 	if err != nil {
 		return nil, fmt.Errorf("core: task %q: watch spec: %w", name, err)
 	}
-	return &taskRun{c: c, name: name, cold: cold, log: c.log.With("task", name), spec: v}, nil
+	req, err := recipe.WatchValue(ctx, c.s, c.layout.SwitchSource(name))
+	if err != nil {
+		v.Close()
+		return nil, fmt.Errorf("core: task %q: watch switchSource: %w", name, err)
+	}
+	return &taskRun{c: c, name: name, cold: cold, log: c.log.With("task", name), spec: v, switchReq: req}, nil
 }
 
-func (t *taskRun) close() { t.spec.Close() }
+func (t *taskRun) close() {
+	t.spec.Close()
+	t.switchReq.Close()
+}
 
 func (t *taskRun) specKey() specKey {
 	_, st, _ := t.spec.Get()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,9 @@ type term struct {
 	rowsBefore  int64 // rows applied by earlier Runs of this term
 	rows        int64
 	failure     *Failure // the recorded failure, until progress clears it
+	source      string   // host:port of the source candidate read (Spec.ActiveSource)
+	stuck       string   // why the source is down and no candidate can take over, if so
+	lastSwitch  *SourceSwitch
 
 	// The reporter's rate window.
 	rateRows int64
@@ -89,6 +93,7 @@ func (tm *term) run(ctx context.Context, sp *Spec, key specKey) error {
 	}
 	tm.mu.Lock()
 	tm.failure = lc.Failure
+	tm.source, tm.lastSwitch = sp.ActiveSource(lc).Addr(), lc.Switch
 	if existed && !lc.Position().IsZero() {
 		tm.committed, tm.committedAt = lc.Position(), lc.Time
 	}
@@ -101,6 +106,7 @@ func (tm *term) run(ctx context.Context, sp *Spec, key specKey) error {
 	for {
 		before := tm.position()
 		err := tm.runOnce(ctx, sp, key)
+		var sw *sourceSwitch
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -108,6 +114,15 @@ func (tm *term) run(ctx context.Context, sp *Spec, key specKey) error {
 			return err
 		case errors.Is(err, ErrNonRetryable):
 			return tm.recordFailure(ctx, err)
+		case errors.As(err, &sw):
+			err = tm.switchSource(ctx, sw)
+			if err == nil {
+				failures = 0
+				continue
+			}
+			if errors.Is(err, ErrFenced) {
+				return err
+			}
 		}
 		if tm.position() != before {
 			failures = 0 // it got somewhere: start the backoff over
@@ -122,7 +137,16 @@ func (tm *term) run(ctx context.Context, sp *Spec, key specKey) error {
 // runOnce opens the replicator and runs it once.
 func (tm *term) runOnce(ctx context.Context, sp *Spec, key specKey) error {
 	t := tm.t
-	rep, err := t.c.cfg.Engine.Open(ctx, sp, t.log)
+	tm.mu.Lock()
+	source := tm.source
+	tm.mu.Unlock()
+	active, ok := sp.Source.Candidate(source)
+	if !ok {
+		active = sp.Source.Endpoint
+	}
+	onActive := *sp
+	onActive.Source.Endpoint = active
+	rep, err := t.c.cfg.Engine.Open(ctx, &onActive, t.log)
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
@@ -146,7 +170,7 @@ func (tm *term) runOnce(ctx context.Context, sp *Spec, key specKey) error {
 			return fmt.Errorf("pin start position: %w", err)
 		}
 	}
-	t.log.Info("replicating", "from", from.String())
+	t.log.Info("replicating", "from", from.String(), "source", active.Addr())
 	if err := tm.pub.set(ctx, func(st *InstanceState) {
 		st.State, st.Error, st.RetryAt, st.Position = StateRunning, "", nil, from
 	}); errors.Is(err, ErrFenced) {
@@ -156,10 +180,14 @@ func (tm *term) runOnce(ctx context.Context, sp *Spec, key specKey) error {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		tm.report(runCtx, cancel, key)
+	}()
+	go func() {
+		defer wg.Done()
+		tm.watchSource(runCtx, cancel, sp, active)
 	}()
 	err = rep.Run(runCtx, from, tm.epoch, tm.owner, tm.onProgress)
 	cause := context.Cause(runCtx)
@@ -169,8 +197,9 @@ func (tm *term) runOnce(ctx context.Context, sp *Spec, key specKey) error {
 	tm.rowsBefore, tm.retrying = tm.rows, nil
 	tm.mu.Unlock()
 	tm.finalFlush(ctx)
+	var sw *sourceSwitch
 	if err != nil && runCtx.Err() != nil && ctx.Err() == nil &&
-		(errors.Is(cause, errSpecChanged) || errors.Is(cause, ErrFenced)) {
+		(errors.Is(cause, errSpecChanged) || errors.Is(cause, ErrFenced) || errors.As(cause, &sw)) {
 		return cause
 	}
 	if err == nil {
@@ -261,12 +290,13 @@ func (tm *term) report(ctx context.Context, cancel context.CancelCauseFunc, key 
 // flush writes lastCommit if it is behind.
 func (tm *term) flush(ctx context.Context) error {
 	tm.mu.Lock()
-	lc := LastCommit{Time: tm.committedAt, Failure: tm.failure}
+	lc := LastCommit{Time: tm.committedAt, Failure: tm.failure, Source: tm.source, Switch: tm.lastSwitch}
 	pos := tm.committed
 	tm.mu.Unlock()
 	lc.setPosition(pos)
 	last := tm.cw.last
-	if tm.cw.known && last.Position() == pos && last.Failure == lc.Failure && last.Epoch == tm.epoch {
+	if tm.cw.known && last.Position() == pos && last.Failure == lc.Failure && last.Epoch == tm.epoch &&
+		last.Source == lc.Source && last.Switch == lc.Switch {
 		return nil
 	}
 	return tm.cw.write(ctx, lc)
@@ -294,11 +324,14 @@ func (tm *term) finalFlush(ctx context.Context) {
 func (tm *term) publishProgress(ctx context.Context) error {
 	now := time.Now()
 	tm.mu.Lock()
-	pos, lag, rows, retrying := tm.committed, tm.lag, tm.rows, tm.retrying
+	pos, lag, rows, retrying, stuck := tm.committed, tm.lag, tm.rows, tm.retrying, tm.stuck
 	tm.mu.Unlock()
 	msg := ""
 	if retrying != nil {
 		msg = "retrying: " + retrying.Error()
+	}
+	if stuck != "" {
+		msg = strings.TrimPrefix(msg+"; "+stuck, "; ")
 	}
 	rate := 0.0
 	if !tm.rateAt.IsZero() && rows >= tm.rateRows {

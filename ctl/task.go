@@ -63,7 +63,7 @@ func (r *runner) taskCommand() *cli.Command {
 	subs = append(subs, r.taskActionCommands()...)
 	return &cli.Command{
 		Name:      "task",
-		Usage:     "manage replication tasks: add, list, groups, show, start, stop, rm, reset-epoch, handover, reset-position, skip-event",
+		Usage:     "manage replication tasks: add, list, groups, show, start, stop, rm, reset-epoch, handover, reset-position, skip-event, switch-source",
 		ArgsUsage: "[--root path] add|list|groups|show|start|stop|rm|reset-epoch [args]",
 		Description: `  add [--replace] -f task.yaml  add a task from a YAML or JSON spec (- for stdin)
   list                          tasks with their owner, state, position and lag
@@ -80,6 +80,8 @@ func (r *runner) taskCommand() *cli.Command {
                                 target's checkpoint), e.g. past an event that fails
   skip-event <task>             a stopped task that failed for good: move past the
                                 source transaction its failure names
+  switch-source --to h:p <task> read from another source candidate (source.hosts),
+                                resuming by GTID (docs/replication.md#source-failover)
 
 Replication tasks live under /mysql_replicator (--root, or SHEPHERD_REPLICATION_ROOT):
 tasks/<task> holds the spec, tasks/<task>/instances the cores standing by for it

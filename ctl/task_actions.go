@@ -30,7 +30,7 @@ func (r *runner) taskActionCommands() []*cli.Command {
 		Usage:     "move a stopped task that failed for good past the source transaction its failure names",
 		ArgsUsage: "task",
 		Action:    r.taskSkipEvent,
-	}}
+	}, r.switchSourceCommand()}
 }
 
 func (r *runner) taskHandover(c *cli.Context) error {

@@ -84,7 +84,15 @@ func writeTaskShow(w io.Writer, ts *core.TaskStatus, now time.Time, loc *time.Lo
 	if sp := ts.Spec; sp != nil {
 		line("desired", "%s", sp.State)
 		line("standby", "%s", standbyText(sp))
-		line("source", "%s", endpointText(sp.Source))
+		line("source", "%s", endpointText(sp.Source.Endpoint))
+		if len(sp.Source.Hosts) > 0 {
+			var last core.LastCommit
+			if ts.LastCommit != nil {
+				last = *ts.LastCommit
+			}
+			line("candidates", "%s (failover after %v)", strings.Join(sp.Source.Hosts, ", "), sp.Source.FailoverAfter.D())
+			line("reading", "%s", sp.ActiveSource(last).Addr())
+		}
 		line("target", "%s", endpointText(sp.Target))
 		line("start", "%s", sp.Start)
 		if len(sp.Filter.Include)+len(sp.Filter.Exclude) > 0 {
@@ -104,6 +112,9 @@ func writeTaskShow(w io.Writer, ts *core.TaskStatus, now time.Time, loc *time.Lo
 	case lc != nil:
 		line("lastCommit", "%s at %s (%s) by %s, epoch %d",
 			positionText(lc.Position()), lc.Time.In(loc).Format(time.RFC3339), ago(lc.Time, now), lc.Owner, lc.Epoch)
+		if sw := lc.Switch; sw != nil {
+			line("source switch", "%s -> %s %s (%s, by %s)", sw.From, sw.To, ago(sw.Time, now), sw.Reason, sw.Owner)
+		}
 		if f := lc.Failure; f != nil {
 			line("failure", "%s (%d attempts, last by %s %s)", f.Error, f.Attempts, f.Owner, ago(f.Time, now))
 		}

@@ -200,6 +200,10 @@ func (e *fakeEngine) Open(context.Context, *core.Spec, *slog.Logger) (core.Repli
 	return fakeReplicator{e}, nil
 }
 
+func (e *fakeEngine) ProbeSource(_ context.Context, ep core.Endpoint, _ *slog.Logger) core.SourceHealth {
+	return core.SourceHealth{Addr: ep.Addr()}
+}
+
 type fakeReplicator struct{ e *fakeEngine }
 
 func (f fakeReplicator) ResetEpoch(context.Context) (int64, error) {

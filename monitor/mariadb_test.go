@@ -56,7 +56,7 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	admin := core.NewAdmin(s, "")
 	sp := &core.Spec{
 		Name:   "shop",
-		Source: core.Endpoint{Host: source.Host(), Port: source.Port(), User: "root", Flavor: core.FlavorMariaDB},
+		Source: core.SourceEndpoint{Endpoint: core.Endpoint{Host: source.Host(), Port: source.Port(), User: "root", Flavor: core.FlavorMariaDB}},
 		Target: core.Endpoint{Host: target.Host(), Port: target.Port(), User: "root", Flavor: core.FlavorMariaDB},
 		Filter: core.Filter{Include: []string{"shop.*"}},
 		Start:  core.StartCurrent, State: core.DesiredRunning, Version: core.SpecVersion,
@@ -168,7 +168,7 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	// may linger a moment.)
 	coordtest.WaitFor(t, 30*time.Second, "PURGE BINARY LOGS to remove "+needed, func() error {
 		source.Exec(t, fmt.Sprintf("PURGE BINARY LOGS TO '%s'", currentBinlog(t, src)))
-		r := ReadSource(ctx, sp.Source, "", time.Now())
+		r := ReadSource(ctx, sp.Source.Endpoint, "", time.Now())
 		if r.Err != "" || r.Has(needed) {
 			return fmt.Errorf("binary logs %+v %s", r.Logs, r.Err)
 		}

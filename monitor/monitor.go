@@ -335,7 +335,7 @@ func (m *Monitor) readSources(ctx context.Context, snap *cluster.Snapshot, now t
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r, ok := m.readSource(ctx, layout, ts.Name, now, read)
+			r, ok := m.readSource(ctx, layout, ts.Name, ts.LastCommit, now, read)
 			if !ok {
 				return
 			}
@@ -348,7 +348,7 @@ func (m *Monitor) readSources(ctx context.Context, snap *cluster.Snapshot, now t
 	return out
 }
 
-func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task string, now time.Time, read func(core.Endpoint, string) SourceReading) (SourceReading, bool) {
+func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task string, lc *core.LastCommit, now time.Time, read func(core.Endpoint, string) SourceReading) (SourceReading, bool) {
 	if err := m.deps.Session.CheckTrusted(ctx, layout.Root, layout.Task(task)); err != nil {
 		m.log.Warn("monitor: not reading the source of an untrusted task", "task", task, "error", err)
 		return SourceReading{}, false
@@ -361,11 +361,17 @@ func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task strin
 		}
 		return SourceReading{}, false
 	}
-	pw, err := sp.Source.ResolvePassword(ctx)
+	// The server the task reads now: after a failover, not the primary.
+	var last core.LastCommit
+	if lc != nil {
+		last = *lc
+	}
+	src := sp.ActiveSource(last)
+	pw, err := src.ResolvePassword(ctx)
 	if err != nil {
 		return SourceReading{At: now, Err: fmt.Sprintf("task %s: source %v", task, err)}, true
 	}
-	r := read(sp.Source, pw)
+	r := read(src, pw)
 	if r.Err != "" {
 		m.log.Warn("monitor: source not read", "task", task, "error", r.Err)
 	}

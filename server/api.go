@@ -276,16 +276,28 @@ func keepPasswords(sp, old *core.Spec) error {
 	for _, e := range []struct {
 		field    string
 		new, old *core.Endpoint
-	}{{"source", &sp.Source, nilEndpoint(old, true)}, {"target", &sp.Target, nilEndpoint(old, false)}} {
+	}{{"source", &sp.Source.Endpoint, nilEndpoint(old, true)}, {"target", &sp.Target, nilEndpoint(old, false)}} {
 		if e.new.Password != core.RedactedPassword {
 			continue
 		}
-		if e.old == nil || e.new.Host != e.old.Host || e.new.Port != e.old.Port || e.new.User != e.old.User {
-			return errorf(http.StatusBadRequest, "invalid", e.field+".password: the stored password is kept only for the same host, port and user; type it again")
+		if e.old == nil || e.new.Host != e.old.Host || e.new.Port != e.old.Port || e.new.User != e.old.User ||
+			(e.field == "source" && !sameOrFewerCandidates(sp, old)) {
+			return errorf(http.StatusBadRequest, "invalid", e.field+".password: the stored password is kept only for the same host, port and user (and no new source.hosts); type it again")
 		}
 		e.new.Password = e.old.Password
 	}
 	return nil
+}
+
+// sameOrFewerCandidates reports whether every source candidate of sp was
+// one of old's: the source password goes to each of them.
+func sameOrFewerCandidates(sp, old *core.Spec) bool {
+	for _, e := range sp.Source.Candidates() {
+		if _, ok := old.Source.Candidate(e.Addr()); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func nilEndpoint(sp *core.Spec, source bool) *core.Endpoint {
@@ -293,7 +305,7 @@ func nilEndpoint(sp *core.Spec, source bool) *core.Endpoint {
 	case sp == nil:
 		return nil
 	case source:
-		return &sp.Source
+		return &sp.Source.Endpoint
 	}
 	return &sp.Target
 }

@@ -98,10 +98,12 @@ func (a dbAllow) allows(host string) bool {
 // check refuses a spec naming a database host off the list, with a 400
 // naming the field. The list itself is not shown: it maps the network.
 func (a dbAllow) check(sp *core.Spec) error {
-	for _, e := range []struct {
-		field string
-		host  string
-	}{{"source.host", sp.Source.Host}, {"target.host", sp.Target.Host}} {
+	type named struct{ field, host string }
+	hosts := []named{{"source.host", sp.Source.Host}, {"target.host", sp.Target.Host}}
+	for i, e := range sp.Source.Candidates()[1:] {
+		hosts = append(hosts, named{fmt.Sprintf("source.hosts[%d]", i), e.Host})
+	}
+	for _, e := range hosts {
 		if !a.allows(e.host) {
 			return errorf(http.StatusBadRequest, "host_not_allowed", fmt.Sprintf("%s %q is not in this console's --db-allow list of database hosts: use an allowed host, or ask the console's operator to add it", e.field, e.host))
 		}
