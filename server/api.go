@@ -42,6 +42,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/tasks/{task}/start", auth.Operator, s.apiTaskState(core.DesiredRunning))
 	s.handle("POST /api/v1/tasks/{task}/stop", auth.Operator, s.apiTaskState(core.DesiredStopped))
 	s.handle("POST /api/v1/tasks/{task}/handover", auth.Operator, s.apiHandover)
+	s.handle("POST /api/v1/tasks/{task}/switch-source", auth.Operator, s.apiSwitchSource)
 	s.handle("POST /api/v1/tasks/{task}/reset-position", auth.Admin, s.apiResetPosition)
 	s.handle("POST /api/v1/tasks/{task}/skip-event", auth.Admin, s.apiSkipEvent)
 	s.handle("GET /api/v1/jobs", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
@@ -359,6 +360,26 @@ func (s *Server) apiHandover(w http.ResponseWriter, r *http.Request, p principal
 		return err
 	}
 	writeJSON(w, http.StatusOK, h)
+	return nil
+}
+
+// switchRequest is the body of switch-source: the candidate to read.
+type switchRequest struct {
+	To string `json:"to"`
+}
+
+func (s *Server) apiSwitchSource(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	var req switchRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	res, err := s.tasks.SwitchSource(r.Context(), name, req.To, "console "+p.User)
+	s.record(r, p, "task.switch-source", "task/"+name, map[string]string{"source": res.From}, map[string]string{"source": res.To}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
@@ -47,6 +48,11 @@ func TestBrowserOperatorJourney(t *testing.T) {
 
 	src := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
 	dst := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	// A GTID replica of the source: the task's failover candidate.
+	rep := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{ExtraArgs: []string{"--log-slave-updates"}})
+	rep.Exec(t, "SET GLOBAL read_only = ON",
+		fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %d, MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_USE_GTID = slave_pos", src.Port()),
+		"START SLAVE")
 	for _, db := range []*testpeer.MariaDB{src, dst} {
 		db.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT PRIMARY KEY, item VARCHAR(40))")
 	}
@@ -116,6 +122,7 @@ func TestBrowserOperatorJourney(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#f-target-port"), strconv.Itoa(dst.Port())),
 		chromedp.SetValue(chromedp.CSS("#f-target-user"), "root"),
 		chromedp.SetValue(chromedp.CSS("#f-include"), "shop.*"),
+		chromedp.SetValue(chromedp.CSS("#f-source-hosts"), rep.Addr()),
 		chromedp.SetValue(chromedp.CSS("#f-start"), "current"),
 		chromedp.Click(chromedp.CSS("#test-connection")),
 	)
@@ -148,6 +155,52 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	b.run("reload the task page", chromedp.Navigate(hs.URL+"/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#task-state")))
 	b.shot("task")
 
+	// Switch the source to the replica, once it has the two rows too.
+	coordtest.WaitFor(t, 30*time.Second, "the replica to have the rows", func() error {
+		var n int
+		if err := rep.DB(t).QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&n); err != nil || n != 2 {
+			return fmt.Errorf("%d rows, %v", n, err)
+		}
+		return nil
+	})
+	b.waitText("#reading-source", src.Addr())
+	b.acceptConfirm()
+	b.run("switch the source", chromedp.SetValue(chromedp.CSS("#switch-to"), rep.Addr()), chromedp.Click(chromedp.CSS("#switch-source")))
+	b.waitContains("#flash", "Asked the owner to switch from "+src.Addr()+" to "+rep.Addr())
+	b.checkConfirmed("Make orders read from " + rep.Addr() + "?")
+	tasks := core.NewAdmin(s, "")
+	coordtest.WaitFor(t, 30*time.Second, "the task to read from the replica", func() error {
+		ts, err := tasks.Task(ctx, "orders")
+		if err != nil {
+			return err
+		}
+		if done, err := tasks.SourceSwitched(ctx, &ts, rep.Addr()); err != nil || !done {
+			return fmt.Errorf("not yet (%v): lastCommit %+v", err, ts.LastCommit)
+		}
+		return nil
+	})
+	src.Exec(t, "INSERT INTO shop.orders VALUES (3, 'chair')") // through the replica
+	coordtest.WaitFor(t, 30*time.Second, "the row copied from the replica", func() error {
+		var n int
+		if err := dst.DB(t).QueryRow("SELECT COUNT(*) FROM shop.orders").Scan(&n); err != nil || n != 3 {
+			return fmt.Errorf("%d rows, %v", n, err)
+		}
+		return nil
+	})
+	// The page shows the console's snapshot, polled each second: reload
+	// until it has the switch.
+	coordtest.WaitFor(t, 30*time.Second, "the task page to show the switch", func() error {
+		b.run("reload the task page", chromedp.Navigate(hs.URL+"/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#task-state")))
+		page := browserValue(b, "read the page", chromedp.Evaluate[string](`document.body.innerText`))
+		if !strings.Contains(page, "asked for by console alice") {
+			return errors.New("no switch shown yet")
+		}
+		return nil
+	})
+	b.waitText("#reading-source", rep.Addr())
+	b.waitContains("#last-switch", "asked for by console alice")
+	b.shot("task-switched")
+
 	// Stop, with the confirmation.
 	b.acceptConfirm()
 	b.run("stop", chromedp.Click(chromedp.CSS("#action-stop")))
@@ -171,7 +224,7 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	// Both actions are in the audit log.
 	b.run("open the audit log", chromedp.Navigate(hs.URL+"/audit"), chromedp.WaitVisible(chromedp.CSS("#audit")))
 	audit := browserValue(b, "read the audit log", chromedp.Text(chromedp.CSS("#audit")))
-	for _, want := range []string{"task.stop", "job.run", "task.create", "alice"} {
+	for _, want := range []string{"task.stop", "job.run", "task.create", "task.switch-source", "alice"} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("audit log lacks %q:\n%s", want, audit)
 		}
@@ -192,7 +245,7 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	b.run("log out", chromedp.Click(chromedp.CSS("form[action='/logout'] button")), chromedp.WaitVisible(chromedp.CSS("#login")))
 	b.login("victor")
 	b.run("viewer's task page", chromedp.Navigate(hs.URL+"/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#task-state")))
-	controls := browserValue(b, "count controls", chromedp.Evaluate[int](`document.querySelectorAll("[data-action], #reset-form, #action-edit, #new-task").length`))
+	controls := browserValue(b, "count controls", chromedp.Evaluate[int](`document.querySelectorAll("[data-action], #reset-form, #switch-form, #action-edit, #new-task").length`))
 	if controls != 0 {
 		t.Errorf("the viewer sees %d controls on the task page", controls)
 	}

@@ -52,6 +52,7 @@ func classify(err error) *apiError {
 		{core.ErrNoStandby, http.StatusConflict, "no_standby"},
 		{core.ErrPositionBehind, http.StatusConflict, "position_behind"},
 		{core.ErrNoFailure, http.StatusConflict, "no_failure"},
+		{core.ErrNotCandidate, http.StatusBadRequest, "not_candidate"},
 		{auth.ErrNoUser, http.StatusNotFound, "not_found"},
 		{auth.ErrBadToken, http.StatusNotFound, "not_found"},
 	} {

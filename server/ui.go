@@ -146,6 +146,25 @@ type taskPage struct {
 	Summary liveTask
 	Spec    *core.Spec
 	Lag     lagChart
+	// Candidates are the source's host:port candidates, the primary
+	// first, when the spec has others; Reading is the one read now.
+	Candidates []string
+	Reading    string
+}
+
+// sourceCandidates fills in the page's source candidates.
+func (p *taskPage) sourceCandidates() {
+	if p.Spec == nil || len(p.Spec.Source.Hosts) == 0 {
+		return
+	}
+	for _, e := range p.Spec.Source.Candidates() {
+		p.Candidates = append(p.Candidates, e.Addr())
+	}
+	var lc core.LastCommit
+	if p.View.LastCommit != nil {
+		lc = *p.View.LastCommit
+	}
+	p.Reading = p.Spec.ActiveSource(lc).Addr()
 }
 
 type taskRow struct {
@@ -177,7 +196,9 @@ func (s *Server) uiRoutes() {
 			return err
 		}
 		d.Title = "Task " + tv.Name
-		d.Data = taskPage{View: tv, Summary: taskSummary(tv.TaskStatus), Spec: tv.Spec, Lag: s.lags.chart(tv.Name)}
+		page := taskPage{View: tv, Summary: taskSummary(tv.TaskStatus), Spec: tv.Spec, Lag: s.lags.chart(tv.Name)}
+		page.sourceCandidates()
+		d.Data = page
 		return nil
 	})
 	s.page("GET /new/task", "taskform", func(r *http.Request, d *pageData) error {

@@ -44,6 +44,13 @@ function wireActions() {
     const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(form.dataset.task) + "/skip-event", {confirm: f.get("confirm")});
     flash("Skipped to " + data.after.file + ":" + data.after.pos + "; start the task to resume");
   });
+  onSubmit("switch-form", async (f, form) => {
+    const to = f.get("to");
+    if (!window.confirm("Make " + form.dataset.task + " read from " + to + "?")) return;
+    const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(form.dataset.task) + "/switch-source", {to});
+    flash(data.from === data.to ? "Reads from " + to + " already" :
+      data.running ? "Asked the owner to switch from " + data.from + " to " + to : "Stopped: it reads from " + to + " once started");
+  });
   onSubmit("reset-form", async (f, form) => {
     const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(form.dataset.task) + "/reset-position",
       {position: f.get("position"), confirm: f.get("confirm")});
@@ -93,6 +100,9 @@ function specFromForm(form) {
     filter: {include: lines(f.get("filter.include")), exclude: lines(f.get("filter.exclude"))},
     start: f.get("start"), state: f.get("state"), standby: {mode: f.get("standby.mode")}};
   if (f.get("standby.group")) sp.standby.group = f.get("standby.group");
+  const hosts = lines(f.get("source.hosts"));
+  if (hosts.length) sp.source.hosts = hosts;
+  if (f.get("source.failoverAfter")) sp.source.failoverAfter = f.get("source.failoverAfter");
   return sp;
 }
 
