@@ -305,6 +305,14 @@ func TestErrantTransactionRefused(t *testing.T) {
 		t.Fatalf("the replica does not contain the checkpoint %s: the test would not reach the errant check", last)
 	}
 
+	// What a caller choosing where to move the task is told.
+	if err := CheckTakeover(ctx, primary.DB(t), endpoint(primary), FlavorMariaDB, last); err != nil {
+		t.Errorf("CheckTakeover on the server that wrote the checkpoint: %v", err)
+	}
+	if err := CheckTakeover(ctx, replica.DB(t), endpoint(replica), FlavorMariaDB, last); !errors.Is(err, ErrOtherSource) || !strings.Contains(err.Error(), errant) {
+		t.Errorf("CheckTakeover on the replica: %v, want ErrOtherSource naming %s", err, errant)
+	}
+
 	replica.Exec(t, "STOP SLAVE", "RESET SLAVE ALL")
 	addr.move(replica.Addr())
 	rn = startRun(t, r, last, 2, "second")
