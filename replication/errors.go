@@ -31,9 +31,11 @@ var (
 	ErrNonRetryable = errors.New("replication: non-retryable error")
 	// ErrOtherSource reports a checkpoint written from another source
 	// server than the one now behind the source address, which cannot be
-	// resumed there: it has no GTID state, or the new server's GTID state
-	// does not contain it. The message names both servers and GTID states.
-	// It wraps ErrNonRetryable.
+	// resumed there: it has no GTID state, the new server's GTID state
+	// does not contain it, or the new server has errant transactions,
+	// which the old one never had and the target would never get (see
+	// CheckTakeover). The message names both servers, both GTID states,
+	// the errant transactions and the way out. It wraps ErrNonRetryable.
 	ErrOtherSource = fmt.Errorf("replication: the checkpoint is of another source server (%w)", ErrNonRetryable)
 	// ErrBusy reports a second concurrent Run on one Replicator.
 	ErrBusy = errors.New("replication: Run is already running")

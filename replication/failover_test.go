@@ -117,6 +117,19 @@ func gtidPos(t testing.TB, db *sql.DB, variable string) string {
 	return g
 }
 
+// waitReplicated waits until replica has applied everything primary
+// has logged so far.
+func waitReplicated(t testing.TB, primary, replica *testpeer.MariaDB) {
+	t.Helper()
+	want := gtidPos(t, primary.DB(t), "gtid_binlog_pos")
+	coordtest.WaitFor(t, 60*time.Second, "the replica to apply "+want, func() error {
+		if got := gtidPos(t, replica.DB(t), "gtid_slave_pos"); got != want {
+			return fmt.Errorf("replica at %s", got)
+		}
+		return nil
+	})
+}
+
 // keylessLoad commits n transactions on db, each inserting one row into
 // a table without a key (a replay duplicates rows there, silently) and
 // bumping a counter.
@@ -195,13 +208,7 @@ func TestSourceMovedBehindItsAddress(t *testing.T) {
 	}
 
 	// Promote the replica once it has everything, and move the address.
-	want := gtidPos(t, primary.DB(t), "gtid_binlog_pos")
-	coordtest.WaitFor(t, 60*time.Second, "the replica to apply "+want, func() error {
-		if got := gtidPos(t, replica.DB(t), "gtid_slave_pos"); got != want {
-			return fmt.Errorf("replica at %s", got)
-		}
-		return nil
-	})
+	waitReplicated(t, primary, replica)
 	replica.Exec(t, "STOP SLAVE", "RESET SLAVE ALL")
 	addr.move(replica.Addr())
 	keylessLoad(t, replica.DB(t), db, 40, 25)
@@ -232,6 +239,101 @@ func TestSourceMovedBehindItsAddress(t *testing.T) {
 		t.Fatalf("Run on the old primary did not stop; progress %+v", rn.progress())
 	}
 	assertSameData(t, replica, target, db, db)
+}
+
+// TestErrantTransactionRefused moves a task's source address to a
+// promoted replica that took a write of its own (an errant transaction)
+// while it replicated the primary, before the history the target then
+// followed from the primary: the target would never get that write and
+// would differ from its new source for good. Run must refuse the replica
+// naming the errant GTID, and leave the target as it was.
+func TestErrantTransactionRefused(t *testing.T) {
+	_, target := servers(t)
+	args := append([]string{"--log-slave-updates"}, sourceArgs...)
+	primary := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{GTIDStrictMode: true, ExtraArgs: args})
+	// Not in strict mode: the replica goes on applying the primary's
+	// transactions after its own write took a sequence number of theirs.
+	replica := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{ExtraArgs: args})
+	const db, ckpt = "rt_errant", "rt_errant_ckpt"
+	// A checkpoint table of its own, dropped with the data: a rerun
+	// (-count) starts from no checkpoint and epoch 0 again.
+	dropDBs(t, []*testpeer.MariaDB{target}, db, ckpt)
+	ctx := coordtest.Context(t, 2*time.Minute)
+	replica.Exec(t, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %d, MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_USE_GTID = slave_pos", primary.Port()),
+		"START SLAVE")
+
+	addr := newVIP(t, primary.Addr())
+	cfg := newConfig(t, primary, target, db)
+	cfg.Source.Port = addr.port()
+	cfg.CheckpointSchema = ckpt
+	r := openReplicator(t, cfg)
+	from := currentPosition(t, r)
+	primary.Exec(t, "CREATE DATABASE "+db,
+		"CREATE TABLE "+db+".events (n INT NOT NULL, note VARCHAR(40) NOT NULL)",
+		"CREATE TABLE "+db+".counter (id INT PRIMARY KEY, n INT NOT NULL)",
+		"INSERT INTO "+db+".counter VALUES (1, 0)")
+	rn := startRun(t, r, from, 1, "first")
+	keylessLoad(t, primary.DB(t), db, 0, 20)
+	waitReplicated(t, primary, replica)
+
+	// The errant write, in the primary's domain, with the replica's
+	// server_id; then the primary's history goes on past it.
+	own, err := replica.DB(t).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errant string
+	if _, err := own.ExecContext(ctx, "INSERT INTO "+db+".events VALUES (-1, 'errant')"); err != nil {
+		t.Fatalf("replica: errant write: %v", err)
+	}
+	if err := own.QueryRowContext(ctx, "SELECT @@last_gtid").Scan(&errant); err != nil {
+		t.Fatal(err)
+	}
+	own.Close()
+	keylessLoad(t, primary.DB(t), db, 20, 20)
+	waitCaughtUp(t, r, primary, rn)
+	if err := rn.stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicated(t, primary, replica)
+	last := targetPosition(t, r)
+	replicaName := "mariadb:" + strconv.FormatUint(uint64(replica.ServerID()), 10)
+	if want := "0-" + strconv.FormatUint(uint64(replica.ServerID()), 10) + "-"; !strings.HasPrefix(errant, want) {
+		t.Fatalf("the errant write has GTID %q, not one of the replica's in domain 0", errant)
+	}
+	if c, ok := ComparePositions(FlavorMariaDB, Position{GTID: gtidPos(t, replica.DB(t), "gtid_binlog_pos")}, Position{GTID: last.GTID}); !ok || c < 0 {
+		t.Fatalf("the replica does not contain the checkpoint %s: the test would not reach the errant check", last)
+	}
+
+	// What a caller choosing where to move the task is told.
+	if err := CheckTakeover(ctx, primary.DB(t), endpoint(primary), FlavorMariaDB, last); err != nil {
+		t.Errorf("CheckTakeover on the server that wrote the checkpoint: %v", err)
+	}
+	if err := CheckTakeover(ctx, replica.DB(t), endpoint(replica), FlavorMariaDB, last); !errors.Is(err, ErrOtherSource) || !strings.Contains(err.Error(), errant) {
+		t.Errorf("CheckTakeover on the replica: %v, want ErrOtherSource naming %s", err, errant)
+	}
+
+	replica.Exec(t, "STOP SLAVE", "RESET SLAVE ALL")
+	addr.move(replica.Addr())
+	rn = startRun(t, r, last, 2, "second")
+	select {
+	case err := <-rn.done:
+		rn.done <- err
+		if !errors.Is(err, ErrOtherSource) {
+			t.Fatalf("Run on the replica with an errant transaction: %v, want ErrOtherSource", err)
+		}
+		for _, part := range []string{"errant transactions " + errant, last.Server, replicaName, last.GTID, gtidPos(t, replica.DB(t), "gtid_binlog_state")} {
+			if !strings.Contains(err.Error(), part) {
+				t.Errorf("refusal %q does not name %q", err, part)
+			}
+		}
+	case <-ctx.Done():
+		t.Fatalf("Run on the replica did not stop; progress %+v", rn.progress())
+	}
+	if got := targetPosition(t, r); got != last {
+		t.Errorf("the refused Run moved the checkpoint from %+v to %+v", last, got)
+	}
+	assertSameData(t, primary, target, db, db)
 }
 
 // TestFirstGTIDIsRecorded starts a task at "current" on a source that has

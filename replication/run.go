@@ -198,30 +198,21 @@ func (r *Replicator) claim(ctx context.Context, conn *sql.Conn, from Position, e
 // server since start was committed — one whose binlog can even have the
 // same file names. A file position is resumed only on the server that
 // wrote it; on another one only the GTID state carries over, and only
-// when that server's binlog holds every transaction it names, so that
-// nothing is applied twice or skipped. Anything else is refused
-// (ErrOtherSource): replaying from a wrong offset would be silent.
+// when that server can take over (checkTakeover): its binlog holds every
+// transaction the state names, so that nothing is applied twice or
+// skipped, and no errant transaction the target would never get.
+// Anything else is refused (ErrOtherSource): replaying from a wrong
+// offset would be silent.
 //
 // A position of unknown server (a checkpoint from before servers were
 // recorded, or a file:pos a user gave) is taken to be of this one.
 func (r *Replicator) placeOn(ctx context.Context, start Position, id sourceID) (Position, error) {
+	if err := checkTakeover(ctx, r.source, r.cfg.Source, r.flavor, start, id, r.ckpt.table); err != nil {
+		return Position{}, err
+	}
 	if start.Server == "" || start.Server == id.Name {
 		start.Server = id.Name
 		return start, nil
-	}
-	fix := fmt.Sprintf("point the task back at %s, or make the target equal to %s at a position of its own and restart the task from there (delete its row in %s, then set its start)",
-		start.Server, id.Name, r.ckpt.table)
-	if start.GTID == "" {
-		return Position{}, fmt.Errorf("%w: %s at %s: the target's checkpoint %s was read from server %s and has no GTID state, so it cannot be resumed on %s: %s",
-			ErrOtherSource, id.Name, r.cfg.Source, start, start.Server, id.Name, fix)
-	}
-	have, err := gtidState(ctx, r.source, r.flavor)
-	if err != nil {
-		return Position{}, connectError("source", r.cfg.Source, err)
-	}
-	if c, ok := ComparePositions(r.flavor, Position{GTID: have}, Position{GTID: start.GTID}); !ok || c < 0 {
-		return Position{}, fmt.Errorf("%w: %s at %s has GTID state %q, which does not contain %q, the checkpoint read from server %s: resuming would skip or repeat transactions; %s",
-			ErrOtherSource, id.Name, r.cfg.Source, have, start.GTID, start.Server, fix)
 	}
 	r.log.Warn("source server changed: resuming by GTID", "from_server", start.Server, "to_server", id.Name, "gtid", start.GTID)
 	return Position{GTID: start.GTID, Server: id.Name}, nil

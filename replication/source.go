@@ -205,20 +205,6 @@ func sourceIdentity(ctx context.Context, db *sql.DB, e Endpoint, flavor string) 
 	return id, nil
 }
 
-// gtidState is the GTID state of the source's whole binlog: every
-// transaction it can serve or has applied.
-func gtidState(ctx context.Context, db *sql.DB, flavor string) (string, error) {
-	q := "SELECT @@gtid_binlog_pos"
-	if flavor == FlavorMySQL {
-		q = "SELECT @@gtid_executed"
-	}
-	var g string
-	if err := db.QueryRowContext(ctx, q).Scan(&g); err != nil {
-		return "", fmt.Errorf("read the source's GTID state (%s): %w", q, err)
-	}
-	return strings.ReplaceAll(g, "\n", ""), nil
-}
-
 // needsBinlogMonitor wraps the failure of what, a statement that needs
 // the privilege to read the source's binlog position and files; when the
 // server denied it, the error names the grant. MariaDB 10.5 renamed
