@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // Source failover: a RUNNING task leaves the source candidate it reads
@@ -48,26 +46,13 @@ func probeEvery(failoverAfter time.Duration) time.Duration {
 }
 
 // TakeoverProblem says why the source server h cannot take over a task
-// whose target has applied everything up to cp, "" if it can: it must be
-// reachable, write a binlog that holds what it replicates
-// (log_slave_updates), and hold every transaction of cp's GTID state —
-// on another server only the GTID state carries over. Core's automatic
-// failover and the monitor's SourceFailoverUnsafe rule both ask this.
+// whose target has applied everything up to cp, "" if it can
+// (replication's SourceHealth.TakeoverProblem, the rule Run applies).
+// Core's automatic failover and the monitor's SourceFailoverUnsafe rule
+// both ask this.
 func TakeoverProblem(h SourceHealth, flavor string, cp Position) string {
-	switch {
-	case !h.Reachable():
-		return fmt.Sprintf("%s is unreachable: %v", h.Addr, h.Err)
-	case !h.LogBin:
-		return h.Addr + " has log_bin off"
-	case !h.LogReplicaUpdates:
-		return h.Addr + " has log_slave_updates off: its binlog lacks what it replicates"
-	case h.GTID == "":
-		return h.Addr + " has no GTID state to resume by"
-	case cp.GTID == "":
-		return fmt.Sprintf("the checkpoint %s has no GTID state to resume by on %s", cp, h.Addr)
-	}
-	if c, ok := replication.ComparePositions(flavor, Position{GTID: h.GTID}, Position{GTID: cp.GTID}); !ok || c < 0 {
-		return fmt.Sprintf("%s has GTID state %s, which lacks some of the checkpoint's %s", h.Addr, h.GTID, cp.GTID)
+	if err := h.TakeoverProblem(flavor, cp); err != nil {
+		return err.Error()
 	}
 	return ""
 }

@@ -25,8 +25,15 @@ type SourceHealth struct {
 	// replicates (log_slave_updates). A server without both cannot serve
 	// a task that was reading its primary.
 	LogBin, LogReplicaUpdates bool
-	// GTID is its GTID state: everything its binlog holds or it applied.
+	// GTID is its GTID position (MariaDB @@gtid_binlog_pos, MySQL
+	// @@gtid_executed): what a checkpoint must be contained in.
 	GTID string
+	// GTIDState is every transaction its binlog holds (MariaDB
+	// @@gtid_binlog_state, MySQL @@gtid_executed): where an errant
+	// transaction shows.
+	GTIDState string
+
+	id sourceID
 }
 
 // Reachable reports whether the probe got an answer.
@@ -35,13 +42,6 @@ func (h SourceHealth) Reachable() bool { return h.Err == nil }
 // Writable reports whether the server is reachable and takes writes: a
 // primary.
 func (h SourceHealth) Writable() bool { return h.Err == nil && !h.ReadOnly }
-
-// CanServe reports whether a task can read its binlog after a failover:
-// reachable, with a binlog that holds what it replicates and GTIDs to
-// resume by.
-func (h SourceHealth) CanServe() bool {
-	return h.Err == nil && h.LogBin && h.LogReplicaUpdates && h.GTID != ""
-}
 
 // ProbeTimeout bounds one probe: connecting and three short queries.
 const ProbeTimeout = 3 * time.Second
@@ -60,8 +60,8 @@ func ProbeSource(ctx context.Context, e Endpoint, log *slog.Logger) SourceHealth
 	}
 	defer db.Close()
 	var version string
-	var readOnly, logBin, logUpdates int
-	if err := db.QueryRowContext(ctx, "SELECT VERSION(), @@read_only, @@log_bin, @@log_slave_updates").Scan(&version, &readOnly, &logBin, &logUpdates); err != nil {
+	var logBin, logUpdates int
+	if err := db.QueryRowContext(ctx, "SELECT VERSION(), @@log_bin, @@log_slave_updates").Scan(&version, &logBin, &logUpdates); err != nil {
 		h.Err = connectError("source", e, err)
 		return h
 	}
@@ -77,12 +77,43 @@ func ProbeSource(ctx context.Context, e Endpoint, log *slog.Logger) SourceHealth
 		h.Err = err
 		return h
 	}
-	gtid, err := gtidState(ctx, db, flavor)
+	c, err := readCandidate(ctx, db, e, flavor, id)
 	if err != nil {
-		h.Err = fmt.Errorf("source %s: %w", e, err)
+		h.Err = err
 		return h
 	}
-	h.Server, h.GTID = id.Name, gtid
-	h.ReadOnly, h.LogBin, h.LogReplicaUpdates = readOnly != 0, logBin != 0, logUpdates != 0
+	h.id, h.Server, h.GTID, h.GTIDState = id, id.Name, c.pos, c.state
+	h.ReadOnly, h.LogBin, h.LogReplicaUpdates = c.readOnly, logBin != 0, logUpdates != 0
 	return h
+}
+
+// TakeoverProblem says why the server h found cannot serve a task whose
+// target has applied everything up to cp, nil if it can: it must be
+// reachable, write a binlog that holds what it replicates
+// (log_slave_updates), and, unless it wrote cp itself, pass the resume
+// rule Run applies on another server (decideTakeover: cp's GTID state
+// contained, no errant transaction). Of a checkpoint of unknown server
+// only the containment can be checked.
+func (h SourceHealth) TakeoverProblem(flavor string, cp Position) error {
+	switch {
+	case !h.Reachable():
+		return fmt.Errorf("%s is unreachable: %w", h.Addr, h.Err)
+	case !h.LogBin:
+		return fmt.Errorf("%s has log_bin off", h.Addr)
+	case !h.LogReplicaUpdates:
+		return fmt.Errorf("%s has log_slave_updates off: its binlog lacks what it replicates", h.Addr)
+	case cp.Server != "" && cp.Server == h.Server:
+		return nil
+	case cp.Server == "":
+		// Of no known writer: containment is all that can be checked.
+		if c, ok := ComparePositions(flavor, Position{GTID: h.GTID}, Position{GTID: cp.GTID}); cp.GTID == "" || !ok || c < 0 {
+			return fmt.Errorf("%s has GTID state %q, which does not contain the checkpoint's %q", h.Addr, h.GTID, cp.GTID)
+		}
+		return nil
+	}
+	c := candidate{id: h.id, addr: h.Addr, pos: h.GTID, state: h.GTIDState, readOnly: h.ReadOnly}
+	if c.id.Name == "" {
+		c.id.Name = h.Server // a probe made up by a test
+	}
+	return decideTakeover(flavor, cp, c, "the checkpoint table on the target")
 }
