@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -194,5 +195,83 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	}
 	if n := len(r.all()); n != total {
 		t.Fatalf("%d notifications, want %d: %+v", n, total, r.all())
+	}
+}
+
+// TestSourceFailoverUnsafeAgainstMariaDB: a task reads a primary with two
+// replicas as source candidates, one without log_slave_updates, the other
+// with its replication stopped while the primary moves on. Neither could
+// take over (SourceFailoverUnsafe) until the second catches up; each
+// notification once.
+func TestSourceFailoverUnsafeAgainstMariaDB(t *testing.T) {
+	why, ok := testpeer.MariaDBAvailable()
+	testpeer.Require(t, "MariaDB", ok, why)
+	tg := targets[0] // the rule does not depend on the coordination server
+	tg.Require(t)
+	primary := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	noUpdates := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	behind := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{ExtraArgs: []string{"--log-slave-updates"}})
+	target := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	follow := fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %d, MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_USE_GTID = slave_pos", primary.Port())
+	noUpdates.Exec(t, follow, "START SLAVE")
+	behind.Exec(t, follow) // not started: it falls behind
+	primary.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.items (id INT PRIMARY KEY)")
+	target.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.items (id INT PRIMARY KEY)")
+
+	connect := tg.Addr + "/" + fmt.Sprintf("failover-unsafe-%d", time.Now().UnixNano())
+	s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := core.NewAdmin(s, "")
+	sp := &core.Spec{
+		Name: "shop",
+		Source: core.SourceEndpoint{Endpoint: core.Endpoint{Host: primary.Host(), Port: primary.Port(), User: "root", Flavor: core.FlavorMariaDB},
+			Hosts: []string{noUpdates.Addr(), behind.Addr()}},
+		Target: core.Endpoint{Host: target.Host(), Port: target.Port(), User: "root", Flavor: core.FlavorMariaDB},
+		Filter: core.Filter{Include: []string{"shop.*"}},
+		Start:  core.StartCurrent, State: core.DesiredRunning, Version: core.SpecVersion,
+		Standby: core.Standby{Mode: core.ModeHot},
+	}
+	if err := admin.AddTask(ctx, sp, false); err != nil {
+		t.Fatal(err)
+	}
+	c, err := core.New(dial(t, connect, recipe.Options{Auth: coordtest.Auth}), core.Config{Host: "c1", Tasks: []string{"shop"}, Engine: core.MySQL{},
+		CheckpointInterval: 100 * time.Millisecond, Logger: coordtest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	cctx, stopCore := context.WithCancel(ctx)
+	wg.Go(func() { _ = c.Run(cctx) })
+	defer func() { stopCore(); wg.Wait() }()
+	primary.Exec(t, "INSERT INTO shop.items VALUES (1), (2)")
+	coordtest.WaitFor(t, time.Minute, "a checkpoint with a GTID", func() error {
+		ts, err := admin.Task(ctx, "shop")
+		if err != nil || ts.LastCommit == nil || ts.LastCommit.GTID == "" || ts.LastCommit.Pos <= 4 {
+			return fmt.Errorf("lastCommit %+v, %v", ts.LastCommit, err)
+		}
+		return nil
+	})
+
+	r := newReceiver(t)
+	cfg := testConfig(r)
+	cfg.Hold = map[string]time.Duration{RuleSourceFailoverUnsafe: 300 * time.Millisecond}
+	startMonitor(t, s, startPoller(t, s, cluster.Options{}), cfg, Deps{})
+	r.waitCount(t, RuleSourceFailoverUnsafe, StatusFiring, 1)
+	var summary string
+	for _, n := range r.all() {
+		if n.Rule == RuleSourceFailoverUnsafe {
+			summary = n.Summary
+		}
+	}
+	for _, want := range []string{noUpdates.Addr() + " has log_slave_updates off", behind.Addr() + " has GTID state"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary %q does not say %q", summary, want)
+		}
+	}
+	behind.Exec(t, "START SLAVE") // it catches up: a failover would be exact
+	r.waitCount(t, RuleSourceFailoverUnsafe, StatusResolved, 1)
+	if n := r.count(RuleSourceFailoverUnsafe, StatusFiring); n != 1 {
+		t.Fatalf("fired %d times, want once", n)
 	}
 }

@@ -35,6 +35,7 @@ type evaluation struct {
 	lag    map[string]float64 // by task, when known
 	risk   map[string]bool    // BinlogPurgeRisk by task
 	purged map[string]bool
+	unsafe map[string]bool   // SourceFailoverUnsafe found
 	firing map[[2]string]int // by rule, severity
 	// unchanged is how long each task's lastCommit has stayed where it
 	// is; ahead whether its source is past it.
@@ -64,7 +65,7 @@ func (x *metrics) notification(channel string, err error) {
 
 // observe records an evaluation's measures.
 func (x *metrics) observe(in *Input, findings []Finding, alerts map[string]*Alert) {
-	ev := &evaluation{at: in.Now, lag: map[string]float64{}, risk: map[string]bool{}, purged: map[string]bool{}, firing: map[[2]string]int{},
+	ev := &evaluation{at: in.Now, lag: map[string]float64{}, risk: map[string]bool{}, purged: map[string]bool{}, unsafe: map[string]bool{}, firing: map[[2]string]int{},
 		unchanged: map[string]float64{}, ahead: map[string]bool{}, running: map[string]float64{}}
 	for _, ts := range in.Snap.Tasks {
 		if h := in.History.Tasks[ts.Name]; h != nil && ts.LastCommit != nil {
@@ -93,6 +94,8 @@ func (x *metrics) observe(in *Input, findings []Finding, alerts map[string]*Aler
 			ev.risk[f.Labels["task"]] = true
 		case RuleBinlogPurged:
 			ev.purged[f.Labels["task"]] = true
+		case RuleSourceFailoverUnsafe:
+			ev.unsafe[f.Labels["task"]] = true
 		}
 	}
 	for _, a := range alerts {
@@ -127,6 +130,7 @@ var (
 	descCheckpointAge     = desc("shepherd_task_checkpoint_age_seconds", "Age of the task's lastCommit.", "task")
 	descPurgeRisk         = desc("shepherd_task_binlog_purge_risk", "1 if the binary log the task's checkpoint needs is at risk (BinlogPurgeRisk).", "task")
 	descPurged            = desc("shepherd_task_binlog_purged", "1 if the binary log the task's checkpoint needs is gone (BinlogPurged).", "task")
+	descFailoverUnsafe    = desc("shepherd_task_source_failover_unsafe", "1 if no source candidate of the task could take over now (SourceFailoverUnsafe).", "task")
 	descJobLastSuccess    = desc("shepherd_job_last_success_timestamp_seconds", "End of the job's newest successful run.", "job")
 	descJobLastFailure    = desc("shepherd_job_last_failure_timestamp_seconds", "End of the job's newest failed or timed-out run.", "job")
 	descJobLastDuration   = desc("shepherd_job_last_duration_seconds", "Duration of the job's newest finished run.", "job")
@@ -222,6 +226,7 @@ func (x *metrics) Collect(ch chan<- prometheus.Metric) {
 			}
 			g(descPurgeRisk, b(ev.risk[ts.Name]), ts.Name)
 			g(descPurged, b(ev.purged[ts.Name]), ts.Name)
+			g(descFailoverUnsafe, b(ev.unsafe[ts.Name]), ts.Name)
 		}
 	}
 	for _, js := range snap.Jobs {

@@ -18,6 +18,7 @@ import (
 	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // Deps are what a monitor uses, owned by the caller.
@@ -35,6 +36,9 @@ type Deps struct {
 	// nil is time.Now and ReadSource.
 	Now        func() time.Time
 	ReadSource func(ctx context.Context, ep core.Endpoint, password string, now time.Time) SourceReading
+	// ProbeSource looks at a task's source candidate (SourceFailoverUnsafe);
+	// nil is replication.ProbeSource.
+	ProbeSource func(ctx context.Context, ep core.Endpoint, password string) replication.SourceHealth
 }
 
 // Monitor evaluates the rules and sends notifications while it is the
@@ -74,6 +78,15 @@ func New(cfg Config, deps Deps) (*Monitor, error) {
 	deps.Logger = cmp.Or(deps.Logger, slog.Default())
 	if deps.Now == nil {
 		deps.Now = time.Now
+	}
+	if deps.ProbeSource == nil {
+		log := deps.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		deps.ProbeSource = func(ctx context.Context, ep core.Endpoint, password string) replication.SourceHealth {
+			return replication.ProbeSource(ctx, replication.Endpoint{Host: ep.Host, Port: ep.Port, User: ep.User, Password: password, Flavor: ep.Flavor}, log)
+		}
 	}
 	if deps.ReadSource == nil {
 		deps.ReadSource = ReadSource
@@ -194,8 +207,8 @@ func (m *Monitor) evaluate(ctx context.Context, termNode string) error {
 			return err
 		}
 	}
-	readings := m.readSources(ctx, snap, now)
-	in := Input{Now: now, Snap: snap, Sources: readings, History: Observe(st.History, snap, readings, now)}
+	readings, candidates := m.readSources(ctx, snap, now)
+	in := Input{Now: now, Snap: snap, Sources: readings, Candidates: candidates, History: Observe(st.History, snap, readings, now)}
 	findings := append(m.findings(&in), Unjudged(&in, st.Alerts)...)
 	silences, refused, err := Silences(ctx, s, true)
 	if err != nil {
@@ -304,9 +317,11 @@ func (m *Monitor) logNotes(ns []Notification) {
 // readSources reads the source of every task whose spec this monitor may
 // act on: the spec (with its credentials) is read unredacted and used
 // only if no session without the monitor's identity could have written
-// it. Tasks of one source (address and account) share one reading.
-func (m *Monitor) readSources(ctx context.Context, snap *cluster.Snapshot, now time.Time) map[string]SourceReading {
+// it. Tasks of one source (address and account) share one reading. The
+// source candidates of tasks that have them are probed too, by task.
+func (m *Monitor) readSources(ctx context.Context, snap *cluster.Snapshot, now time.Time) (map[string]SourceReading, map[string][]replication.SourceHealth) {
 	out := map[string]SourceReading{}
+	probes := map[string][]replication.SourceHealth{}
 	var mu sync.Mutex
 	type account struct {
 		host           string
@@ -335,23 +350,26 @@ func (m *Monitor) readSources(ctx context.Context, snap *cluster.Snapshot, now t
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r, ok := m.readSource(ctx, layout, ts.Name, ts.LastCommit, now, read)
+			r, cands, ok := m.readSource(ctx, layout, ts.Name, ts.LastCommit, now, read)
 			if !ok {
 				return
 			}
 			mu.Lock()
 			out[ts.Name] = r
+			if cands != nil {
+				probes[ts.Name] = cands
+			}
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return out
+	return out, probes
 }
 
-func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task string, lc *core.LastCommit, now time.Time, read func(core.Endpoint, string) SourceReading) (SourceReading, bool) {
+func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task string, lc *core.LastCommit, now time.Time, read func(core.Endpoint, string) SourceReading) (SourceReading, []replication.SourceHealth, bool) {
 	if err := m.deps.Session.CheckTrusted(ctx, layout.Root, layout.Task(task)); err != nil {
 		m.log.Warn("monitor: not reading the source of an untrusted task", "task", task, "error", err)
-		return SourceReading{}, false
+		return SourceReading{}, nil, false
 	}
 	// The spec alone: the snapshot has the task's checkpoint and instances.
 	sp, _, err := m.admin.TaskVersion(ctx, task)
@@ -359,7 +377,7 @@ func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task strin
 		if !errors.Is(err, core.ErrNoTask) { // (a task removed since the snapshot is no news)
 			m.log.Warn("monitor: source not read: the task's spec is not readable", "task", task, "error", err)
 		}
-		return SourceReading{}, false
+		return SourceReading{}, nil, false
 	}
 	// The server the task reads now: after a failover, not the primary.
 	var last core.LastCommit
@@ -369,13 +387,22 @@ func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task strin
 	src := sp.ActiveSource(last)
 	pw, err := src.ResolvePassword(ctx)
 	if err != nil {
-		return SourceReading{At: now, Err: fmt.Sprintf("task %s: source %v", task, err)}, true
+		return SourceReading{At: now, Err: fmt.Sprintf("task %s: source %v", task, err)}, nil, true
 	}
 	r := read(src, pw)
 	if r.Err != "" {
 		m.log.Warn("monitor: source not read", "task", task, "error", r.Err)
 	}
-	return r, true
+	var cands []replication.SourceHealth
+	if len(sp.Source.Hosts) > 0 {
+		cands = []replication.SourceHealth{} // probed: none may be up
+		for _, e := range sp.Source.Candidates() {
+			if e.Addr() != src.Addr() {
+				cands = append(cands, m.deps.ProbeSource(ctx, e, pw))
+			}
+		}
+	}
+	return r, cands, true
 }
 
 // staleAfter is how old the active monitor's last state may be before

@@ -334,7 +334,7 @@ func TestTasksOfOneSourceShareOneReading(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := m.readSources(ctx, snap, time.Now())
+		got, _ := m.readSources(ctx, snap, time.Now())
 		if len(got) != 3 || readings["u"] != 1 || readings["v"] != 1 {
 			t.Fatalf("readings by user %v for %d tasks, want u:1 v:1 for 3", readings, len(got))
 		}

@@ -65,6 +65,10 @@ type Input struct {
 	// Sources are the monitor's own readings of each task's source, by
 	// task name (absent: not read — no spec, or not trusted).
 	Sources map[string]SourceReading
+	// Candidates are the monitor's probes of each task's source
+	// candidates other than the one it reads, by task name (absent: the
+	// task has none, or its source was not read).
+	Candidates map[string][]replication.SourceHealth
 	// History is the history after observing this input (Observe).
 	History History
 	// NoActiveMonitor: this monitor stands by and no monitor is active.
@@ -84,22 +88,25 @@ type Rule struct {
 
 // Rule names.
 const (
-	RuleTaskFailed         = "TaskFailed"
-	RuleTaskNotRunning     = "TaskNotRunning"
-	RuleTaskNoStandby      = "TaskNoStandby"
-	RuleReplicationLag     = "ReplicationLag"
-	RuleCheckpointStale    = "CheckpointStale"
-	RuleBinlogPurgeRisk    = "BinlogPurgeRisk"
-	RuleBinlogPurged       = "BinlogPurged"
-	RuleJobFailed          = "JobFailed"
-	RuleJobMissed          = "JobMissed"
-	RuleJobTooLong         = "JobTooLong"
-	RuleJobNoSuccess       = "JobNoSuccess"
-	RuleCollectorDead      = "CollectorDead"
-	RuleSourceUnassigned   = "SourceUnassigned"
-	RuleCollectorLagging   = "CollectorLagging"
-	RuleCoordUnhealthy     = "CoordUnhealthy"
-	RuleMonitorStandbyOnly = "MonitorStandbyOnly"
+	RuleTaskFailed      = "TaskFailed"
+	RuleTaskNotRunning  = "TaskNotRunning"
+	RuleTaskNoStandby   = "TaskNoStandby"
+	RuleReplicationLag  = "ReplicationLag"
+	RuleCheckpointStale = "CheckpointStale"
+	RuleBinlogPurgeRisk = "BinlogPurgeRisk"
+	RuleBinlogPurged    = "BinlogPurged"
+	// RuleSourceFailoverUnsafe: no source candidate could take the task
+	// over now.
+	RuleSourceFailoverUnsafe = "SourceFailoverUnsafe"
+	RuleJobFailed            = "JobFailed"
+	RuleJobMissed            = "JobMissed"
+	RuleJobTooLong           = "JobTooLong"
+	RuleJobNoSuccess         = "JobNoSuccess"
+	RuleCollectorDead        = "CollectorDead"
+	RuleSourceUnassigned     = "SourceUnassigned"
+	RuleCollectorLagging     = "CollectorLagging"
+	RuleCoordUnhealthy       = "CoordUnhealthy"
+	RuleMonitorStandbyOnly   = "MonitorStandbyOnly"
 )
 
 // Rules returns every rule with its default hold time. Config.Hold
@@ -113,6 +120,9 @@ func Rules() []Rule {
 		{RuleCheckpointStale, 0, checkpointStale},
 		{RuleBinlogPurgeRisk, 0, binlogPurgeRisk},
 		{RuleBinlogPurged, 0, binlogPurged},
+		// A replica a little behind its primary is normal: the hold
+		// lets it catch up before anyone is told.
+		{RuleSourceFailoverUnsafe, 2 * time.Minute, sourceFailoverUnsafe},
 		{RuleJobFailed, 0, jobFailed},
 		{RuleJobMissed, 0, jobMissed},
 		{RuleJobTooLong, 0, jobTooLong},
@@ -315,6 +325,36 @@ func replicationLag(in *Input, th *Thresholds) []Finding {
 		out = append(out, taskFinding(RuleReplicationLag, sev, ts,
 			fmt.Sprintf("task %s is %s behind its source (at %s, source at %s)", ts.Name, lag.Round(time.Second), pos, src),
 			"see the task and its owner: shepherd ctl task show "+ts.Name))
+	}
+	return out
+}
+
+// sourceFailoverUnsafe finds the running tasks with source candidates
+// none of which could take over from the task's checkpoint now (by
+// core.TakeoverProblem, the rule the core's failover applies): a
+// failover would leave the task waiting, or need a rebuilt target.
+func sourceFailoverUnsafe(in *Input, _ *Thresholds) []Finding {
+	var out []Finding
+	for _, ts := range in.Snap.Tasks {
+		probes, probed := in.Candidates[ts.Name]
+		if !desiredRunning(ts) || !probed || ts.LastCommit == nil || ts.LastCommit.Position().IsZero() {
+			continue
+		}
+		var problems []string
+		for _, h := range probes {
+			p := core.TakeoverProblem(h, ts.Spec.Source.Flavor, ts.LastCommit.Position())
+			if p == "" {
+				problems = nil
+				break
+			}
+			problems = append(problems, p)
+		}
+		if len(problems) == 0 {
+			continue
+		}
+		out = append(out, taskFinding(RuleSourceFailoverUnsafe, Warning, ts,
+			fmt.Sprintf("no source candidate of task %s could take over if its source failed now: %s", ts.Name, strings.Join(problems, "; ")),
+			"bring a replica with log_bin and log_slave_updates on up to date with the source, or add one to source.hosts (docs/replication.md#source-failover)"))
 	}
 	return out
 }

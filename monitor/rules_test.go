@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,19 @@ func task(name string, states ...string) core.TaskStatus {
 }
 
 func withCommit(ts core.TaskStatus, p core.Position, at time.Time) core.TaskStatus {
-	ts.LastCommit = &core.LastCommit{File: p.File, Pos: p.Pos, Time: at}
+	ts.LastCommit = &core.LastCommit{File: p.File, Pos: p.Pos, GTID: p.GTID, Server: p.Server, Time: at}
+	return ts
+}
+
+// gpos is a position of server mariadb:1 with a GTID state.
+func gpos(file string, p uint32, gtid string) core.Position {
+	return core.Position{File: file, Pos: p, GTID: gtid, Server: "mariadb:1"}
+}
+
+// withFailover gives the task source candidates.
+func withFailover(ts core.TaskStatus) core.TaskStatus {
+	ts.Spec.Source = core.SourceEndpoint{Endpoint: core.Endpoint{Host: "p", Port: 3306, Flavor: core.FlavorMariaDB},
+		Hosts: []string{"r1:3306", "r2:3306", "r3:3306"}}
 	return ts
 }
 
@@ -125,6 +138,22 @@ func TestRulesFindWhatTheyName(t *testing.T) {
 		{"source not read: nothing assumed", RuleBinlogPurged, Input{
 			Snap:    &cluster.Snapshot{Tasks: []core.TaskStatus{withCommit(task("t"), pos("b.000002", 100), t0)}},
 			Sources: map[string]SourceReading{"t": {Err: "refused"}}}, nil},
+
+		{"no candidate could take over", RuleSourceFailoverUnsafe, Input{
+			Snap: &cluster.Snapshot{Tasks: []core.TaskStatus{withFailover(withCommit(task("t", core.StateRunning), gpos("b.000003", 100, "0-1-50"), t0))}},
+			Candidates: map[string][]replication.SourceHealth{"t": {
+				{Addr: "r1:3306", Err: errors.New("connection refused")},
+				{Addr: "r2:3306", Server: "mariadb:3", LogBin: true, LogReplicaUpdates: false, GTID: "0-1-50"},
+				{Addr: "r3:3306", Server: "mariadb:4", LogBin: true, LogReplicaUpdates: true, GTID: "0-1-40"},
+			}}}, []string{`SourceFailoverUnsafe{severity="warning",task="t"}`}},
+		{"one candidate could", RuleSourceFailoverUnsafe, Input{
+			Snap: &cluster.Snapshot{Tasks: []core.TaskStatus{withFailover(withCommit(task("t", core.StateRunning), gpos("b.000003", 100, "0-1-50"), t0))}},
+			Candidates: map[string][]replication.SourceHealth{"t": {
+				{Addr: "r1:3306", Err: errors.New("connection refused")},
+				{Addr: "r2:3306", Server: "mariadb:3", LogBin: true, LogReplicaUpdates: true, GTID: "0-1-52", GTIDState: "0-1-52"},
+			}}}, nil},
+		{"candidates not probed: nothing assumed", RuleSourceFailoverUnsafe, Input{
+			Snap: &cluster.Snapshot{Tasks: []core.TaskStatus{withFailover(withCommit(task("t", core.StateRunning), gpos("b.000003", 100, "0-1-50"), t0))}}}, nil},
 
 		{"checkpoint in the oldest file", RuleBinlogPurgeRisk, Input{
 			Snap:    &cluster.Snapshot{Tasks: []core.TaskStatus{withCommit(task("t"), pos("b.000003", 100), t0.Add(-time.Hour))}},
