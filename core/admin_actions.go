@@ -29,6 +29,12 @@ var (
 	// has passed; the replicator resumes from the later of the two, so
 	// it would not take effect.
 	ErrPositionBehind = errors.New("core: position is behind the target's checkpoint")
+	// ErrPositionNotOnSource: a position the source server now behind the
+	// source address cannot serve — a binlog file or offset it does not
+	// have, another server's file position, a GTID state beyond its own
+	// (Replicator.Locate). The replicator fails on such a position for
+	// good, so it wraps ErrNonRetryable.
+	ErrPositionNotOnSource = fmt.Errorf("core: the source cannot serve the position (%w)", ErrNonRetryable)
 	// ErrNoFailure: a skip found no recorded failure naming the source
 	// transaction to skip.
 	ErrNoFailure = errors.New("core: no failed transaction to skip")
@@ -154,16 +160,28 @@ type PositionReset struct {
 	After  Position `json:"after"`
 }
 
-// ParsePosition parses a binlog position "file:pos" (mysql-bin.000003:4).
+// ParsePosition parses a position an operator gives a task (ctl task
+// reset-position --to, the console): a binlog position "file:pos"
+// (mysql-bin.000003:4), taken to be of the server behind the source
+// address; "file:pos@server", a position in the binlog of the source
+// server named as Position.Server records it (mariadb:<server_id> or
+// mysql:<server_uuid>); or a GTID set, MariaDB (0-1-57,1-2-9) or MySQL
+// (uuid:1-57), which is of no one server.
 func ParsePosition(s string) (Position, error) {
-	p, isFile, err := replication.ParseFilePos(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	p, isFile, err := replication.ParseServerFilePos(s)
 	switch {
 	case err != nil:
 		return Position{}, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
-	case !isFile:
-		return Position{}, fmt.Errorf("%w: position %q: want file:pos, e.g. mysql-bin.000003:4", ErrInvalidSpec, s)
+	case isFile:
+		return p, nil
 	}
-	return p, nil
+	g, _, err := replication.ParseGTIDSet(s)
+	if err != nil {
+		return Position{}, fmt.Errorf("%w: position %q: want file:pos (mysql-bin.000003:4), file:pos@server (mysql-bin.000003:4@mariadb:2) or a GTID set (0-1-57 on MariaDB, uuid:1-57 on MySQL): %w",
+			ErrInvalidSpec, s, err)
+	}
+	return Position{GTID: g}, nil
 }
 
 // checkResetTarget refuses a reset to pos unless pos is at or after the
@@ -175,7 +193,7 @@ func checkResetTarget(flavor string, pos, cp Position) error {
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: %s and the target's checkpoint %s are not of one binlog (another server, or another base name), and no GTID state orders them; "+
-			"give a position in the checkpoint's binlog (%s), or, for a task whose source moved to another server, see docs/replication.md#source-failover",
+			"give a position in the checkpoint's binlog (%s) or a GTID set that contains the checkpoint's, or, for a task whose source moved to another server, see docs/replication.md#source-failover",
 			ErrPositionUnordered, pos, cp, cp.File)
 	case c < 0:
 		return fmt.Errorf("%w: %s is before %s, which the target has committed; going back needs the target's data and checkpoint row restored first",
@@ -186,10 +204,18 @@ func checkResetTarget(flavor string, pos, cp Position) error {
 
 // ResetPosition moves a stopped task's lastCommit to pos, clearing a
 // recorded failure: the task resumes there when started, e.g. after the
-// event at the old position was applied by hand, or to skip past it. The
-// target's checkpoint (read through e) bounds it: the replicator resumes
-// from the later of lastCommit and that checkpoint, so a position behind
-// it is refused (ErrPositionBehind) rather than silently ignored.
+// event at the old position was applied by hand, or to skip past it.
+//
+// pos is first completed on the source (Replicator.Locate, through e): a
+// file position of no server is of the server behind the source address,
+// and gets its GTID state on MariaDB; one the source cannot serve —
+// another server's file position, a GTID set it has not written — is
+// refused (ErrPositionNotOnSource). A GTID set alone is stored as it is,
+// and the replicator resumes from it by GTID. The target's checkpoint then
+// bounds it: the replicator resumes from the later of lastCommit and that
+// checkpoint, so a position behind it is refused (ErrPositionBehind), and
+// one that cannot be ordered against it (ErrPositionUnordered), rather
+// than silently ignored.
 //
 // It refuses (ErrTaskBusy) unless the task is stopped and none of its
 // instances is RUNNING, as ResetEpoch does.
@@ -210,6 +236,10 @@ func (a *Admin) ResetPosition(ctx context.Context, name string, pos Position, e 
 		return res, fmt.Errorf("core: reset position of task %q: %w", name, err)
 	}
 	defer r.Close()
+	if pos, err = r.Locate(ctx, pos); err != nil {
+		return res, fmt.Errorf("core: reset position of task %q: %w", name, err)
+	}
+	res.After = pos
 	cp, ok, err := r.TargetCheckpoint(ctx)
 	if err != nil {
 		return res, fmt.Errorf("core: reset position of task %q: read the target's checkpoint: %w", name, err)

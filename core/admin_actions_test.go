@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,8 +109,19 @@ func TestResetPositionPastAFailingEvent(t *testing.T) {
 		if _, err := a.ResetPosition(ctx, "t1", Position{File: "replica-bin.000007", Pos: 4}, eng, log); !errors.Is(err, ErrPositionUnordered) {
 			t.Fatalf("reset to another binlog: got %v, want ErrPositionUnordered", err)
 		}
+		// A position the source cannot serve: another server's file
+		// offset, a GTID set of a source without GTIDs.
+		for _, to := range []string{memFile + ":300@mariadb:2", "0-1-300"} {
+			pos, err := ParsePosition(to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.ResetPosition(ctx, "t1", pos, eng, log); !errors.Is(err, ErrPositionNotOnSource) {
+				t.Fatalf("reset to %s: got %v, want ErrPositionNotOnSource", to, err)
+			}
+		}
 		res, err := a.SkipEvent(ctx, "t1", eng, log)
-		if err != nil || res.Before.Pos != 200 || res.After != past {
+		if past.Server = memServer; err != nil || res.Before.Pos != 200 || res.After != past {
 			t.Fatalf("skip: %+v, %v; want it to move from 200 to %v, the end of the failed transaction", res, err, past)
 		}
 		if _, err := a.SkipEvent(ctx, "t1", eng, log); !errors.Is(err, ErrNoFailure) {
@@ -147,10 +159,72 @@ func TestCheckResetTarget(t *testing.T) {
 		{Position{File: "replica-bin.000002", Pos: 4}, ErrPositionUnordered},
 		{Position{File: "replica-bin.000002", Pos: 4, GTID: "0-1-120"}, nil},
 		{Position{File: "replica-bin.000002", Pos: 4, GTID: "0-1-90"}, ErrPositionBehind},
+		// A GTID set alone, ordered by GTID state only.
+		{Position{GTID: "0-1-100"}, nil},
+		{Position{GTID: "0-1-101,1-2-3"}, nil},
+		{Position{GTID: "0-1-99"}, ErrPositionBehind},
+		{Position{GTID: "1-2-3"}, ErrPositionUnordered},
+		// Same file names, another server: only a GTID state orders them.
+		{Position{File: "mysql-bin.999999", Pos: 900, Server: "mariadb:2"}, nil}, // the checkpoint's server is unknown
 	} {
 		err := checkResetTarget(FlavorMariaDB, tt.pos, cp)
 		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 			t.Errorf("reset to %s against %s: %v, want %v", tt.pos, cp, err, tt.want)
+		}
+	}
+}
+
+// TestCheckResetTargetOfAServer: with the checkpoint's server known, a
+// file position of another server is ordered by its GTID state alone.
+func TestCheckResetTargetOfAServer(t *testing.T) {
+	cp := Position{File: "mysql-bin.999999", Pos: 500, GTID: "0-1-100", Server: "mariadb:1"}
+	for _, tt := range []struct {
+		pos  Position
+		want error
+	}{
+		{Position{File: "mysql-bin.1000000", Pos: 4, Server: "mariadb:1"}, nil},
+		{Position{File: "mysql-bin.1000000", Pos: 4, Server: "mariadb:2"}, ErrPositionUnordered},
+		{Position{File: "mysql-bin.000001", Pos: 4, GTID: "0-1-101", Server: "mariadb:2"}, nil},
+		{Position{File: "mysql-bin.1000000", Pos: 4, GTID: "0-1-99", Server: "mariadb:2"}, ErrPositionBehind},
+	} {
+		err := checkResetTarget(FlavorMariaDB, tt.pos, cp)
+		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Errorf("reset to %+v against %+v: %v, want %v", tt.pos, cp, err, tt.want)
+		}
+	}
+}
+
+// TestParsePosition: what ctl task reset-position --to and the console
+// take — file:pos, file:pos@server, a GTID set of either flavor — and a
+// clear refusal of anything else.
+func TestParsePosition(t *testing.T) {
+	const uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+	for _, tt := range []struct {
+		in     string
+		want   Position
+		errHas string
+	}{
+		{" mysql-bin.000003:4 ", Position{File: "mysql-bin.000003", Pos: 4}, ""},
+		{"mysql-bin.1000000:120@mariadb:2", Position{File: "mysql-bin.1000000", Pos: 120, Server: "mariadb:2"}, ""},
+		{"mysql-bin.000003:4@mysql:" + uuid, Position{File: "mysql-bin.000003", Pos: 4, Server: "mysql:" + uuid}, ""},
+		{"1-2-9,0-1-57", Position{GTID: "0-1-57,1-2-9"}, ""},
+		{uuid + ":1-57", Position{GTID: uuid + ":1-57"}, ""},
+		{"nowhere", Position{}, "want file:pos"},
+		{"0-1-x", Position{}, "not a MariaDB GTID position"},
+		{uuid + ":57-1", Position{}, "not a MySQL GTID set"},
+		{"mysql-bin.000003:2", Position{}, "inside the file header"},
+		{"mysql-bin.000003:4@", Position{}, "names no server after @"},
+		{"mysql-bin.000003:4@mariadb:one", Position{}, "want mariadb:<server_id>"},
+		{"0-1-57@mariadb:1", Position{}, "a GTID set is of no one server"},
+	} {
+		got, err := ParsePosition(tt.in)
+		switch {
+		case tt.errHas == "" && err != nil, tt.errHas != "" && (err == nil || !strings.Contains(err.Error(), tt.errHas)):
+			t.Errorf("ParsePosition(%q): %v; want an error saying %q", tt.in, err, tt.errHas)
+		case err != nil && !errors.Is(err, ErrInvalidSpec):
+			t.Errorf("ParsePosition(%q): %v does not wrap ErrInvalidSpec", tt.in, err)
+		case got != tt.want:
+			t.Errorf("ParsePosition(%q) = %+v, want %+v", tt.in, got, tt.want)
 		}
 	}
 }

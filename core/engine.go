@@ -32,6 +32,15 @@ type Replicator interface {
 	// ResolveStart turns a spec's start point (current, earliest,
 	// file:pos, GTID set) into a position.
 	ResolveStart(ctx context.Context, start string) (Position, error)
+	// Locate completes a position an operator gave (Admin.ResetPosition)
+	// on the source server now behind the source address: a file position
+	// of no server is taken to be of that server, and Server set; a file
+	// position gets its GTID state where the source can tell (MariaDB).
+	// It fails with ErrPositionNotOnSource (wrapped) for a position that
+	// server cannot serve: a file or offset it does not have, another
+	// server's file position without a GTID state, a GTID state beyond
+	// its own.
+	Locate(ctx context.Context, p Position) (Position, error)
 	// TargetCheckpoint returns the checkpoint stored in the target, if
 	// any.
 	TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error)

@@ -191,6 +191,24 @@ func (r *memRep) ResolveStart(ctx context.Context, start string) (Position, erro
 	return Position{}, fmt.Errorf("%w: memengine: start %q unsupported", ErrNonRetryable, start)
 }
 
+// memServer is the in-memory source's identity (Position.Server).
+const memServer = "mariadb:1"
+
+// Locate is Replicator.Locate for the in-memory source, one server
+// without GTIDs: file positions are taken to be of it, another server's
+// is refused, and so is a GTID set.
+func (r *memRep) Locate(ctx context.Context, p Position) (Position, error) {
+	switch {
+	case p.File == "":
+		return Position{}, fmt.Errorf("%w: memengine: the source has no GTIDs, so it cannot serve %s", ErrPositionNotOnSource, p)
+	case p.Server != "" && p.Server != memServer && p.GTID == "":
+		return Position{}, fmt.Errorf("%w: memengine: %s is of server %s, the source is %s", ErrPositionNotOnSource, p, p.Server, memServer)
+	case p.Server == "":
+		p.Server = memServer
+	}
+	return p, nil
+}
+
 func (r *memRep) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error) {
 	r.e.mu.Lock()
 	defer r.e.mu.Unlock()

@@ -85,6 +85,11 @@ func (m mysqlReplicator) ResolveStart(ctx context.Context, start string) (Positi
 	return Position(p), mapReplicationError(err)
 }
 
+func (m mysqlReplicator) Locate(ctx context.Context, p Position) (Position, error) {
+	p, err := m.r.Locate(ctx, replication.Position(p))
+	return Position(p), mapReplicationError(err)
+}
+
 func (m mysqlReplicator) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error) {
 	cp, ok, err := m.r.TargetCheckpoint(ctx)
 	return Checkpoint{Position: Position(cp.Position), Epoch: cp.Epoch, Owner: cp.Owner, Time: cp.Time}, ok, mapReplicationError(err)
@@ -114,14 +119,17 @@ func (m mysqlReplicator) Run(ctx context.Context, from Position, epoch int64, ow
 func (m mysqlReplicator) Close() error { return m.r.Close() }
 
 // mapReplicationError gives replication's errors core's classes: fenced,
-// non-retryable (replication's non-retryable errors and configuration
-// errors), or retryable (everything else).
+// a position the source cannot serve (non-retryable too), non-retryable
+// (replication's non-retryable errors and configuration errors), or
+// retryable (everything else).
 func mapReplicationError(err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, replication.ErrFenced):
 		return classify(err, ErrFenced)
+	case errors.Is(err, replication.ErrNotOnSource):
+		return classify(err, ErrPositionNotOnSource)
 	case errors.Is(err, replication.ErrNonRetryable), errors.Is(err, replication.ErrConfig):
 		return classify(err, ErrNonRetryable)
 	}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -51,6 +52,7 @@ func TestMapReplicationError(t *testing.T) {
 		fenced, bad bool
 	}{
 		{replication.ErrFenced, true, false},
+		{fmt.Errorf("task %q: %w: no binlog position x.1:4", "t", replication.ErrNotOnSource), false, true},
 		{replication.ErrSourceConfig, false, true},
 		{replication.ErrConfig, false, true},
 		{&replication.ApplyError{Statement: "x", Err: errors.New("refused")}, false, false},
@@ -61,6 +63,9 @@ func TestMapReplicationError(t *testing.T) {
 			t.Errorf("mapReplicationError(%v) = %v: fenced %v, non-retryable %v; want %v, %v, same message and chain",
 				tc.in, err, errors.Is(err, ErrFenced), errors.Is(err, ErrNonRetryable), tc.fenced, tc.bad)
 		}
+	}
+	if err := mapReplicationError(replication.ErrNotOnSource); !errors.Is(err, ErrPositionNotOnSource) {
+		t.Errorf("mapReplicationError(ErrNotOnSource) = %v, want ErrPositionNotOnSource", err)
 	}
 	if mapReplicationError(nil) != nil {
 		t.Error("mapReplicationError(nil) is not nil")

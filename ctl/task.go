@@ -77,7 +77,8 @@ func (r *runner) taskCommand() *cli.Command {
                                 coordination ensemble (docs/replication.md)
   handover <task>               the owner hands the task to the next instance in line
   reset-position --to f:p <task>  move a stopped task's lastCommit (not behind the
-                                target's checkpoint), e.g. past an event that fails
+                                target's checkpoint), e.g. past an event that fails;
+                                --to is file:pos, file:pos@server or a GTID set
   skip-event <task>             a stopped task that failed for good: move past the
                                 source transaction its failure names
   switch-source --to h:p <task> read from another source candidate (source.hosts),

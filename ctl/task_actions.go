@@ -19,10 +19,21 @@ func (r *runner) taskActionCommands() []*cli.Command {
 		Action:    r.taskHandover,
 	}, {
 		Name:      "reset-position",
-		Usage:     "move a stopped task's lastCommit to a binlog position, e.g. past an event that fails for good",
-		ArgsUsage: "--to file:pos task",
+		Usage:     "move a stopped task's lastCommit to a binlog position or GTID set, e.g. past an event that fails for good",
+		ArgsUsage: "--to file:pos|file:pos@server|GTID-set task",
+		Description: `The task resumes at --to when started. It may be
+  file:pos          a position in the binlog of the server behind the source address
+                    (mysql-bin.000003:4); on MariaDB its GTID state is looked up
+  file:pos@server   the same, of a named server: mariadb:<server_id> or
+                    mysql:<server_uuid>, as task show prints it; refused when another
+                    server is behind the source address
+  GTID set          0-1-57,1-2-9 (MariaDB) or 3e11fa47-…:1-57 (MySQL): resumed by GTID
+                    on whichever server is behind the source address, e.g. after a
+                    failover; the source must have written those transactions
+Refused behind the target's checkpoint, or when it cannot be ordered against it
+(another binlog with no GTID state that decides). See docs/replication.md.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "to", Required: true, Usage: "the binlog position to resume from, file:pos"},
+			&cli.StringFlag{Name: "to", Required: true, Usage: "where to resume: file:pos, file:pos@server or a GTID set"},
 		},
 		Action: r.taskResetPosition,
 	}, {
@@ -82,6 +93,7 @@ func (r *runner) moveTask(c *cli.Context, move func(context.Context, *core.Admin
 	if r.json {
 		return writeJSON(r.env.Stdout, res)
 	}
-	fmt.Fprintf(r.env.Stdout, "task %s: lastCommit %s → %s; shepherd ctl task start %s to resume\n", name, res.Before, res.After, name)
+	fmt.Fprintf(r.env.Stdout, "task %s: lastCommit %s → %s; shepherd ctl task start %s to resume\n",
+		name, serverPositionText(res.Before), serverPositionText(res.After), name)
 	return nil
 }

@@ -36,6 +36,15 @@ func positionText(p core.Position) string {
 	return p.String()
 }
 
+// serverPositionText renders a position with the source server it is of,
+// when known: the name reset-position --to file:pos@server takes.
+func serverPositionText(p core.Position) string {
+	if p.Server == "" || p.File == "" {
+		return positionText(p)
+	}
+	return positionText(p) + " of server " + p.Server
+}
+
 // ago renders how long before now t was, or "-" for no time.
 func ago(t, now time.Time) string {
 	if t.IsZero() {
@@ -111,7 +120,7 @@ func writeTaskShow(w io.Writer, ts *core.TaskStatus, now time.Time, loc *time.Lo
 	switch lc := ts.LastCommit; {
 	case lc != nil:
 		line("lastCommit", "%s at %s (%s) by %s, epoch %d",
-			positionText(lc.Position()), lc.Time.In(loc).Format(time.RFC3339), ago(lc.Time, now), lc.Owner, lc.Epoch)
+			serverPositionText(lc.Position()), lc.Time.In(loc).Format(time.RFC3339), ago(lc.Time, now), lc.Owner, lc.Epoch)
 		if sw := lc.Switch; sw != nil {
 			line("source switch", "%s -> %s %s (%s, by %s)", sw.From, sw.To, ago(sw.Time, now), sw.Reason, sw.Owner)
 		}

@@ -217,6 +217,10 @@ func (fakeReplicator) ResolveStart(context.Context, string) (core.Position, erro
 	return core.Position{}, errors.New("fakeReplicator: not used")
 }
 
+func (fakeReplicator) Locate(context.Context, core.Position) (core.Position, error) {
+	return core.Position{}, errors.New("fakeReplicator: not used")
+}
+
 func (fakeReplicator) TargetCheckpoint(context.Context) (core.Checkpoint, bool, error) {
 	return core.Checkpoint{}, false, errors.New("fakeReplicator: not used")
 }

@@ -37,6 +37,11 @@ var (
 	// CheckTakeover). The message names both servers, both GTID states,
 	// the errant transactions and the way out. It wraps ErrNonRetryable.
 	ErrOtherSource = fmt.Errorf("replication: the checkpoint is of another source server (%w)", ErrNonRetryable)
+	// ErrNotOnSource reports a position the source server cannot serve:
+	// a binlog file or offset it does not have (purged, or never
+	// written), another server's file position, or a GTID state beyond
+	// its own. It wraps ErrNonRetryable.
+	ErrNotOnSource = fmt.Errorf("replication: the source cannot serve the position (%w)", ErrNonRetryable)
 	// ErrBusy reports a second concurrent Run on one Replicator.
 	ErrBusy = errors.New("replication: Run is already running")
 	// ErrClosed reports a Run on, or interrupted by, a closed Replicator.

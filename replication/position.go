@@ -3,6 +3,7 @@ package replication
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -173,4 +174,105 @@ func ParseFilePos(s string) (p Position, isFile bool, err error) {
 		return Position{}, true, fmt.Errorf("%w: offset %d in %q is inside the file header (events start at 4)", ErrFilePos, pos, s)
 	}
 	return Position{File: file, Pos: uint32(pos)}, true, nil
+}
+
+// Prefixes of a source server's identity (Position.Server; see
+// sourceIdentity): a MySQL server is named by its server_uuid, a MariaDB
+// server, which has no uuid, by its server_id.
+const (
+	serverMySQL   = "mysql:"
+	serverMariaDB = "mariadb:"
+)
+
+var uuidRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// ParseServer parses a source server's identity as the replicator records
+// it in Position.Server: "mariadb:<server_id>" or "mysql:<server_uuid>".
+// It returns the identity as the replicator writes it (the uuid in lower
+// case, the id without leading zeros), so that it compares equal.
+func ParseServer(s string) (string, error) {
+	switch {
+	case strings.HasPrefix(s, serverMariaDB):
+		id, err := strconv.ParseUint(s[len(serverMariaDB):], 10, 32)
+		if err != nil {
+			return "", fmt.Errorf("%w: server %q: want mariadb:<server_id>, a number below 2^32 (SELECT @@server_id on the source)", ErrFilePos, s)
+		}
+		return serverMariaDB + strconv.FormatUint(id, 10), nil
+	case strings.HasPrefix(s, serverMySQL):
+		u := s[len(serverMySQL):]
+		if !uuidRe.MatchString(u) {
+			return "", fmt.Errorf("%w: server %q: want mysql:<server_uuid>, e.g. mysql:3e11fa47-71ca-11e1-9e33-c80aa9429562 (SELECT @@server_uuid on the source)", ErrFilePos, s)
+		}
+		return serverMySQL + strings.ToLower(u), nil
+	}
+	return "", fmt.Errorf("%w: server %q: want mariadb:<server_id> or mysql:<server_uuid>", ErrFilePos, s)
+}
+
+// ParseServerFilePos parses a binlog position "file:pos" (as ParseFilePos)
+// or "file:pos@server", a position in the binlog of the source server
+// server (see ParseServer), e.g. "mysql-bin.000003:1234@mariadb:2". isFile
+// is false when s has neither shape (it may be a GTID set); err says what
+// is wrong with one that has it — an "@" makes s a position, since GTID
+// sets name no server.
+func ParseServerFilePos(s string) (p Position, isFile bool, err error) {
+	at := strings.LastIndexByte(s, '@')
+	if at < 0 {
+		return ParseFilePos(s)
+	}
+	p, isFile, err = ParseFilePos(s[:at])
+	switch {
+	case err != nil:
+		return Position{}, true, err
+	case !isFile:
+		return Position{}, true, fmt.Errorf("%w: %q: want file:pos@server, e.g. mysql-bin.000003:4@mariadb:2 (a GTID set is of no one server: give it without @)", ErrFilePos, s)
+	case at == len(s)-1:
+		return Position{}, true, fmt.Errorf("%w: %q names no server after @: want mariadb:<server_id> or mysql:<server_uuid>, or no @ for the server behind the source address", ErrFilePos, s)
+	}
+	if p.Server, err = ParseServer(s[at+1:]); err != nil {
+		return Position{}, true, err
+	}
+	return p, true, nil
+}
+
+// ErrGTIDSet is the class of a malformed GTID set.
+var ErrGTIDSet = errors.New("replication: invalid GTID set")
+
+// ParseGTIDSet parses a GTID set of either flavor: a MariaDB GTID position
+// (domain-server-sequence, one per domain: "0-1-57,1-2-9") or a MySQL GTID
+// set (server_uuid:intervals: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-57").
+// Spaces and line breaks after commas, as MySQL prints them, are dropped.
+// It returns the set in canonical form and the flavor it is of.
+func ParseGTIDSet(s string) (set, flavor string, err error) {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		if parts[i] = strings.TrimSpace(p); parts[i] == "" {
+			return "", "", fmt.Errorf("%w: %q has an empty element: want 0-1-57,1-2-9 (MariaDB) or uuid:1-57 (MySQL)", ErrGTIDSet, s)
+		}
+	}
+	if strings.Contains(s, ":") {
+		g, err := gomysql.ParseMysqlGTIDSet(strings.Join(parts, ","))
+		if err != nil {
+			return "", "", fmt.Errorf("%w: %q is not a MySQL GTID set (server_uuid:interval[:interval…][,…], e.g. 3e11fa47-71ca-11e1-9e33-c80aa9429562:1-57): %v", ErrGTIDSet, s, err)
+		}
+		return g.String(), FlavorMySQL, nil
+	}
+	domains := map[uint32]string{}
+	for _, p := range parts {
+		g, err := gomysql.ParseMariadbGTID(p)
+		if err != nil {
+			return "", "", fmt.Errorf("%w: %q is not a MariaDB GTID position (domain-server-sequence[,…], e.g. 0-1-57,1-2-9): %q: %v", ErrGTIDSet, s, p, err)
+		}
+		if g.String() == "" { // go-mysql's zero GTID, which it renders as nothing
+			return "", "", fmt.Errorf("%w: %q: %q names no transaction (sequence numbers start at 1)", ErrGTIDSet, s, p)
+		}
+		if prev, dup := domains[g.DomainID]; dup {
+			return "", "", fmt.Errorf("%w: %q has two GTIDs of domain %d (%s and %s): a MariaDB GTID position has one per domain, the last transaction applied in it", ErrGTIDSet, s, g.DomainID, prev, p)
+		}
+		domains[g.DomainID] = p
+	}
+	g, err := gomysql.ParseMariadbGTIDSet(strings.Join(parts, ","))
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %q: %v", ErrGTIDSet, s, err)
+	}
+	return g.String(), FlavorMariaDB, nil
 }

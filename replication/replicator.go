@@ -116,6 +116,75 @@ func (r *Replicator) ResolveStart(ctx context.Context, spec string) (Position, e
 	return p, nil
 }
 
+// Locate completes p, a position an operator gives a task (core's
+// reset-position), on the server now behind the source address, and
+// checks that this server can serve it, so that a position Run would
+// refuse, or place wrongly, is refused before it is stored:
+//
+//   - a file position of no server is taken to be of this one, as placeOn
+//     takes it, and Server is set to this server's identity;
+//   - a file position of this server gets, on MariaDB, its GTID state
+//     (BINLOG_GTID_POS), which also checks that the server has the file
+//     and offset; MySQL cannot tell the GTID state at an offset;
+//   - a file position of another server is refused (ErrNotOnSource): an
+//     offset means nothing here, even in a file of the same name — unless
+//     it carries a GTID state, by which placeOn resumes it;
+//   - a GTID state without this server's file position (a GTID set alone,
+//     or another server's position) must be of the source's flavor and
+//     contained in its GTID state (@@gtid_binlog_pos, MySQL
+//     @@gtid_executed), else ErrNotOnSource: the source has not written
+//     those transactions. A GTID set alone keeps Server empty: it is of no
+//     one server, and placeOn resumes it on whichever is there.
+func (r *Replicator) Locate(ctx context.Context, p Position) (Position, error) {
+	p, err := r.locate(ctx, p)
+	if err != nil {
+		return Position{}, fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
+	}
+	return p, nil
+}
+
+func (r *Replicator) locate(ctx context.Context, p Position) (Position, error) {
+	if p.IsZero() {
+		return Position{}, fmt.Errorf("%w: no position given", ErrConfig)
+	}
+	id, err := sourceIdentity(ctx, r.source, r.cfg.Source, r.flavor)
+	if err != nil {
+		return Position{}, err
+	}
+	if p.File != "" && (p.Server == "" || p.Server == id.Name) {
+		p.Server = id.Name
+		if r.flavor == FlavorMariaDB {
+			if p.GTID, err = binlogGTIDPos(ctx, r.source, p.File, p.Pos); err != nil {
+				return Position{}, err
+			}
+		}
+		return p, nil
+	}
+	if p.GTID == "" {
+		return Position{}, fmt.Errorf("%w: %s is a position in the binlog of server %s, but the source %s is server %s: a file offset means nothing on another server; "+
+			"give a position of %s, or the GTID set to resume from (reset-position --to <GTID set>)",
+			ErrNotOnSource, p, p.Server, r.cfg.Source, id.Name, id.Name)
+	}
+	g, flavor, err := ParseGTIDSet(p.GTID)
+	if err != nil {
+		return Position{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if flavor != r.flavor {
+		return Position{}, fmt.Errorf("%w: %q is a %s GTID set, but the source %s runs %s", ErrConfig, p.GTID, flavor, r.cfg.Source, r.flavor)
+	}
+	p.GTID = g
+	c, err := readCandidate(ctx, r.source, r.cfg.Source, r.flavor, id)
+	if err != nil {
+		return Position{}, err
+	}
+	have := c.pos
+	if c, ok := ComparePositions(r.flavor, Position{GTID: have}, Position{GTID: g}); !ok || c < 0 {
+		return Position{}, fmt.Errorf("%w: the source %s (server %s) has GTID state %q, which does not contain %q: it has not written those transactions",
+			ErrNotOnSource, r.cfg.Source, id.Name, have, g)
+	}
+	return p, nil
+}
+
 // TargetCheckpoint returns what the target's checkpoint row says. ok is
 // false when no transaction has been committed for the task yet.
 func (r *Replicator) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error) {

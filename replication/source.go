@@ -195,13 +195,13 @@ func sourceIdentity(ctx context.Context, db *sql.DB, e Endpoint, flavor string) 
 		if err := db.QueryRowContext(ctx, "SELECT @@server_id, @@server_uuid").Scan(&id.ServerID, &u); err != nil {
 			return id, connectError("source", e, err)
 		}
-		id.Name = "mysql:" + u
+		id.Name = serverMySQL + u
 		return id, nil
 	}
 	if err := db.QueryRowContext(ctx, "SELECT @@server_id").Scan(&id.ServerID); err != nil {
 		return id, connectError("source", e, err)
 	}
-	id.Name = "mariadb:" + strconv.FormatUint(uint64(id.ServerID), 10)
+	id.Name = serverMariaDB + strconv.FormatUint(uint64(id.ServerID), 10)
 	return id, nil
 }
 
@@ -291,7 +291,7 @@ func binlogGTIDPos(ctx context.Context, db *sql.DB, file string, pos uint32) (st
 		return "", fmt.Errorf("GTID position of %s:%d: %w", file, pos, err)
 	}
 	if !g.Valid {
-		return "", fmt.Errorf("%w: the source has no binlog position %s:%d (purged, or not a file it wrote)", ErrNonRetryable, file, pos)
+		return "", fmt.Errorf("%w: the source has no binlog position %s:%d (purged, or not a file it wrote)", ErrNotOnSource, file, pos)
 	}
 	return g.String, nil
 }

@@ -405,7 +405,7 @@ func (s *Server) apiResetPosition(w http.ResponseWriter, r *http.Request, p prin
 		return err
 	}
 	res, err := s.tasks.ResetPosition(r.Context(), name, pos, s.deps.Engine, s.log)
-	s.record(r, p, "task.reset-position", "task/"+name, map[string]string{"position": res.Before.String()}, map[string]string{"position": pos.String()}, err)
+	s.record(r, p, "task.reset-position", "task/"+name, map[string]string{"position": res.Before.String()}, map[string]string{"position": res.After.String()}, err)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,11 @@ func TestTaskLifecycleThroughTheAPI(t *testing.T) {
 			{"POST", "/api/v1/tasks/nope/switch-source", `{"to":"a:1"}`, nil, http.StatusNotFound, "not_found"},
 			{"POST", "/api/v1/tasks/orders/reset-position", `{"position":"mysql-bin.000001:4","confirm":"wrong"}`, nil, http.StatusBadRequest, "confirm"},
 			{"POST", "/api/v1/tasks/orders/reset-position", `{"position":"mysql-bin.000001:4","confirm":"orders"}`, nil, http.StatusConflict, "busy"},
+			// The forms ctl task reset-position takes, through the same parser.
+			{"POST", "/api/v1/tasks/orders/reset-position", `{"position":"mysql-bin.000001:4@mariadb:2","confirm":"orders"}`, nil, http.StatusConflict, "busy"},
+			{"POST", "/api/v1/tasks/orders/reset-position", `{"position":"0-1-57,1-2-9","confirm":"orders"}`, nil, http.StatusConflict, "busy"},
+			{"POST", "/api/v1/tasks/orders/reset-position", `{"position":"0-1-x","confirm":"orders"}`, nil, http.StatusBadRequest, "invalid"},
+			{"POST", "/api/v1/tasks/orders/reset-position", `{"position":"mysql-bin.000001:4@","confirm":"orders"}`, nil, http.StatusBadRequest, "invalid"},
 			{"POST", "/api/v1/tasks/orders/skip-event", `{"confirm":"orders"}`, nil, http.StatusConflict, "busy"},
 			{"POST", "/api/v1/tasks/orders/skip-event", `{}`, nil, http.StatusBadRequest, "confirm"},
 			{"GET", "/api/v1/jobs/nope", "", nil, http.StatusNotFound, "not_found"},

@@ -51,6 +51,8 @@ func classify(err error) *apiError {
 		{core.ErrTaskBusy, http.StatusConflict, "busy"},
 		{core.ErrNoStandby, http.StatusConflict, "no_standby"},
 		{core.ErrPositionBehind, http.StatusConflict, "position_behind"},
+		{core.ErrPositionUnordered, http.StatusConflict, "position_unordered"},
+		{core.ErrPositionNotOnSource, http.StatusConflict, "position_not_on_source"},
 		{core.ErrNoFailure, http.StatusConflict, "no_failure"},
 		{core.ErrNotCandidate, http.StatusBadRequest, "not_candidate"},
 		{auth.ErrNoUser, http.StatusNotFound, "not_found"},
