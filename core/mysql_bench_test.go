@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/duration"
+	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
 // BenchmarkMySQLFailover measures hot-standby failover: a `shepherd core`
@@ -37,6 +39,118 @@ func BenchmarkMySQLFailover(b *testing.B) {
 			benchFailover(b, tg, coreSessionTimeout, (*coreProc).stop)
 		})
 	}
+	// Source failover does not depend on the coordination server.
+	for _, after := range []time.Duration{time.Second, 5 * time.Second} {
+		b.Run(fmt.Sprintf("source/kill/failoverAfter=%v", after), func(b *testing.B) {
+			targets[0].Require(b)
+			benchSourceFailover(b, targets[0], after)
+		})
+	}
+}
+
+// benchSourceFailover measures source failover: the primary a task reads
+// is killed with SIGKILL (after a trickle of writes its GTID replica has
+// caught up with), the replica — a source candidate — is promoted at
+// once, as an orchestrator would, and writes go on there; the time is
+// taken from the kill until the target has the first row written on the
+// replica: failoverAfter, the probe that notices, the switch and the
+// resume by GTID. Each iteration has a primary and a replica of its own.
+func benchSourceFailover(b *testing.B, tg *target, after time.Duration) {
+	_, target := sharedMariaDB(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	connect := chrootOf(b, tg)
+	a := NewAdmin(dial(b, connect, testSessionTimeout), "")
+	var took []time.Duration
+	trickle := func(ctx context.Context, m *testpeer.MariaDB, db string, from int) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			for id := from; ; id += 10 {
+				if err := load(ctx, m.DB(b), db, id, 10, 10); err != nil {
+					done <- err
+					return
+				}
+				select {
+				case <-ctx.Done():
+					done <- nil
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+		return done
+	}
+	b.StopTimer()
+	for i := range b.N {
+		args := []string{"--log-slave-updates"}
+		primary := testpeer.StartMariaDB(b, testpeer.MariaDBOptions{GTIDStrictMode: true, ExtraArgs: args})
+		replica := testpeer.StartMariaDB(b, testpeer.MariaDBOptions{GTIDStrictMode: true, ExtraArgs: args})
+		gtidReplica(b, replica, primary)
+		db := testDB("srcbench")
+		createWorkloadSchema(b, db, primary, target)
+		task := "srcbench_" + db
+		sp := mysqlSpec(task, db, primary, target)
+		sp.Source.Hosts, sp.Source.FailoverAfter = []string{replica.Addr()}, duration.Duration(after)
+		mustAdd(b, a, sp)
+		c := startCoreProc(b, connect, fmt.Sprintf("s%d", i), "--task", task)
+		waitOwner(b, a, task, c.host, StateRunning, 30*time.Second)
+		loadCtx, stopLoad := context.WithCancel(ctx)
+		loaded := trickle(loadCtx, primary, db, 0)
+		coordtest.WaitFor(b, 30*time.Second, "the task to apply", func() error {
+			var n int
+			if err := target.DB(b).QueryRowContext(ctx, "SELECT COUNT(*) FROM "+db+".items").Scan(&n); err != nil || n < 100 {
+				return fmt.Errorf("%d rows, %v", n, err)
+			}
+			return nil
+		})
+
+		// The writes stop and the replica catches up first: a primary
+		// killed mid-stream may take a transaction the target applied and
+		// no replica received, and then no candidate can take over (see
+		// TestMySQLSourceFailoverKill9). This measures the switch.
+		stopLoad()
+		if err := <-loaded; err != nil && !errors.Is(err, context.Canceled) {
+			b.Fatal(err)
+		}
+		loadCtx, stopLoad = context.WithCancel(ctx)
+		coordtest.WaitFor(b, 30*time.Second, "the replica to catch up", func() error {
+			// Read both each time: a write cancelled mid-flight may still
+			// commit on the primary.
+			var want, got string
+			if err := primary.DB(b).QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&want); err != nil {
+				return err
+			}
+			if err := replica.DB(b).QueryRowContext(ctx, "SELECT @@gtid_slave_pos").Scan(&got); err != nil || got != want {
+				return fmt.Errorf("replica at %q, primary at %q (%v)", got, want, err)
+			}
+			return nil
+		})
+		b.StartTimer()
+		killed := time.Now()
+		primary.Kill()
+		replica.Exec(b, "STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only = OFF")
+		const first = 1_000_000 // the replica's ids
+		loaded = trickle(loadCtx, replica, db, first)
+		coordtest.WaitFor(b, 2*time.Minute, "a row written on the replica", func() error {
+			var n int
+			if err := target.DB(b).QueryRowContext(ctx, "SELECT COUNT(*) FROM "+db+".items WHERE id >= ?", first).Scan(&n); err != nil || n == 0 {
+				return fmt.Errorf("%d rows, %v", n, err)
+			}
+			return nil
+		})
+		took = append(took, time.Since(killed))
+		b.StopTimer()
+		stopLoad()
+		if err := <-loaded; err != nil && !errors.Is(err, context.Canceled) {
+			b.Fatal(err)
+		}
+		waitSameTables(b, replica, target, db, 90*time.Second)
+		c.stop()
+	}
+	b.ReportMetric(ms(median(took)), "source-failover-ms")
+	b.ReportMetric(ms(slices.Max(took)), "max-source-failover-ms")
+	b.Logf("failoverAfter %v: %d source failovers; from the primary's SIGKILL to the first row from the replica %v (median), %v (max)",
+		after, len(took), median(took).Round(time.Millisecond), slices.Max(took).Round(time.Millisecond))
 }
 
 func benchFailover(b *testing.B, tg *target, timeout time.Duration, end func(*coreProc)) {

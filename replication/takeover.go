@@ -98,6 +98,13 @@ func decideTakeover(flavor string, cp Position, c candidate, table string) error
 		return fmt.Errorf("%w: %s at %s has GTID state %q, which does not contain %q, the checkpoint read from server %s: resuming would skip or repeat transactions; %s",
 			ErrOtherSource, c.id.Name, c.addr, c.pos, cp.GTID, cp.Server, fix)
 	}
+	if missing, err := mariadbMissing(flavor, cp, c); err != nil || missing != "" {
+		if err == nil {
+			err = fmt.Errorf("its binlog (@@gtid_binlog_state %q) lacks %s, which the checkpoint holds", c.state, missing)
+		}
+		return fmt.Errorf("%w: %s at %s does not hold every transaction of the checkpoint %q read from server %s: %v; resuming would skip them; %s",
+			ErrOtherSource, c.id.Name, c.addr, cp.GTID, cp.Server, err, fix)
+	}
 	errant, err := errantGTIDs(flavor, cp, c)
 	if err != nil {
 		return fmt.Errorf("%w: %s at %s: cannot tell whether it has transactions that %s, which wrote the checkpoint %q, never had: %v; %s",
@@ -114,6 +121,45 @@ func decideTakeover(flavor string, cp Position, c candidate, table string) error
 		"remove them from %s (or rebuild the target from %s and restart the task from a position of its own: delete its row in %s, then set its start), or point the task back at %s",
 		ErrOtherSource, c.id.Name, c.addr, errant, state, c.state, cp.Server, cp.GTID, c.id.Name,
 		c.id.Name, c.id.Name, table, cp.Server)
+}
+
+// mariadbMissing returns the GTIDs of cp's MariaDB GTID position that
+// candidate c's binlog does not hold, "" when it holds them all. A GTID
+// position keeps one GTID per domain and orders a domain by sequence
+// number alone, so a promoted replica that never received cp's last
+// transaction (0-1-35), then wrote its own (0-2-36), "contains" cp by
+// position; its binlog state, with the last GTID of every server_id,
+// shows the gap: 0-1-34. Without a binlog state (a MySQL server, or a
+// probe that had none) there is nothing more to check.
+func mariadbMissing(flavor string, cp Position, c candidate) (string, error) {
+	if flavor == FlavorMySQL || strings.TrimSpace(c.state) == "" {
+		return "", nil
+	}
+	have := map[[2]uint32]uint64{} // domain, server_id → last seq_no
+	for _, s := range strings.Split(c.state, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		g, err := gomysql.ParseMariadbGTID(s)
+		if err != nil {
+			return "", fmt.Errorf("%s's @@gtid_binlog_state %q: %w", c.id.Name, c.state, err)
+		}
+		have[[2]uint32{g.DomainID, g.ServerID}] = g.SequenceNumber
+	}
+	var missing []string
+	for _, s := range strings.Split(cp.GTID, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		g, err := gomysql.ParseMariadbGTID(s)
+		if err != nil {
+			return "", fmt.Errorf("checkpoint GTID state %q: %w", cp.GTID, err)
+		}
+		if have[[2]uint32{g.DomainID, g.ServerID}] < g.SequenceNumber {
+			missing = append(missing, g.String())
+		}
+	}
+	return strings.Join(missing, ","), nil
 }
 
 // errantGTIDs returns the transactions of candidate c that the server

@@ -68,6 +68,12 @@ func TestDecideTakeover(t *testing.T) {
 			name: "behind the checkpoint", flavor: FlavorMariaDB,
 			cp: maria("mariadb:1", "0-1-50"), c: mariaC(2, "0-1-49", "0-1-49,0-2-10"), refuse: "does not contain",
 		},
+		{
+			// Promoted before it received the checkpoint's last transaction,
+			// then written to: its position "contains" the checkpoint's.
+			name: "promoted without the checkpoint's last transaction", flavor: FlavorMariaDB,
+			cp: maria("mariadb:1", "0-1-35"), c: mariaC(2, "0-2-40", "0-1-34,0-2-40"), refuse: "lacks 0-1-35",
+		},
 		{name: "no GTID state", flavor: FlavorMariaDB, cp: maria("mariadb:1", ""), c: mariaC(2, "0-1-50", "0-1-50"), refuse: "has no GTID state"},
 		{
 			name: "checkpoint of another flavor's server", flavor: FlavorMariaDB,
