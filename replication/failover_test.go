@@ -367,9 +367,10 @@ func TestFirstGTIDIsRecorded(t *testing.T) {
 }
 
 // TestCheckpointTableOfAnOlderVersion: a checkpoint table made before
-// positions named their server gets the column at Open, and its row
-// still reads, as a position of an unknown server (resumed on whichever
-// server answers, as before).
+// positions named their server and before it kept the history followed
+// gets the columns at Open, and its row still reads, as a position of an
+// unknown server (resumed on whichever server answers, as before) and of
+// an unknown history (the errant check assumes what it did before).
 func TestCheckpointTableOfAnOlderVersion(t *testing.T) {
 	source, target := servers(t)
 	const schema = "rt_old_ckpt"
@@ -394,5 +395,100 @@ func TestCheckpointTableOfAnOlderVersion(t *testing.T) {
 	if err != nil || !ok || cp.Position != want || cp.Epoch != 3 {
 		t.Fatalf("checkpoint of the older table: %+v %v %v, want %+v at epoch 3", cp, ok, err, want)
 	}
+	for _, c := range addedColumns {
+		var n int
+		if err := target.DB(t).QueryRow("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ?",
+			schema, CheckpointTable, c.name).Scan(&n); err != nil || n != 1 {
+			t.Errorf("column %s of the upgraded table: %d (%v)", c.name, n, err)
+		}
+	}
+	if row, _, err := r.ckpt.read(t.Context(), r.target); err != nil || row.gtidState != "" {
+		t.Errorf("history of the older row: %q (%v), want unknown", row.gtidState, err)
+	}
 	openReplicator(t, cfg) // a second Open finds the column there
+}
+
+// TestHistoryOfAStart: a task started from a position a user gave
+// begins with the part of the source's @@gtid_binlog_state that precedes
+// it as the history it followed (the target holds what the source held
+// there), a write logged under another server_id included: all of it at
+// the source's current position; the entries numbered up to the start in
+// gtid_strict_mode; none but the start's own GTIDs otherwise.
+func TestHistoryOfAStart(t *testing.T) {
+	_, target := servers(t)
+	src := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{ExtraArgs: sourceArgs})
+	const db, ckpt = "rt_history", "rt_history_ckpt"
+	dropDBs(t, []*testpeer.MariaDB{target}, db, ckpt)
+	ctx := coordtest.Context(t, 2*time.Minute)
+	src.Exec(t, "CREATE DATABASE "+db)
+	// A write logged under another server_id, as one replicated from a
+	// former primary is; then the source's own again.
+	other, err := src.DB(t).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SET SESSION server_id = 77", "CREATE DATABASE rt_history_before", "SET SESSION server_id = @@GLOBAL.server_id"} {
+		if _, err := other.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	other.Close()
+	src.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+	if state := gtidPos(t, src.DB(t), "gtid_binlog_state"); !strings.Contains(state, "0-77-") {
+		t.Fatalf("the source's binlog state %q lacks the write of server_id 77", state)
+	}
+
+	for i, tt := range []struct {
+		name    string
+		strict  bool
+		current bool // start at the current position, and write only once Run has begun
+		has77   bool
+	}{
+		{name: "current position", current: true, has77: true},
+		{name: "earlier position"},
+		{name: "earlier position in strict mode", strict: true, has77: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src.Exec(t, fmt.Sprintf("SET GLOBAL gtid_strict_mode = %v", tt.strict))
+			target.Exec(t, "DROP DATABASE IF EXISTS "+ckpt, "DROP DATABASE IF EXISTS "+db,
+				"CREATE DATABASE "+db, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+			src.Exec(t, "DELETE FROM "+db+".t")
+			cfg := newConfig(t, src, target, db)
+			cfg.CheckpointSchema = ckpt
+			r := openReplicator(t, cfg)
+			from, err := r.ResolveStart(ctx, gtidPos(t, src.DB(t), "gtid_binlog_pos"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			insert := fmt.Sprintf("INSERT INTO %s.t VALUES (%d)", db, i)
+			if !tt.current {
+				src.Exec(t, insert)
+			}
+			rn := startRun(t, r, from, 1, "test")
+			if tt.current {
+				coordtest.WaitFor(t, 30*time.Second, "Run to begin applying", func() error {
+					if !rn.sawState(StateRunning) {
+						return errors.New("not running yet")
+					}
+					return nil
+				})
+				src.Exec(t, insert)
+			}
+			waitCaughtUp(t, r, src, rn)
+			if err := rn.stop(); err != nil {
+				t.Fatal(err)
+			}
+			assertSameData(t, src, target, db, db)
+			row, _, err := r.ckpt.read(ctx, r.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(row.gtidState, row.Position.GTID) {
+				t.Errorf("history %q lacks the checkpoint's GTID %s", row.gtidState, row.Position.GTID)
+			}
+			if got := strings.Contains(row.gtidState, "0-77-"); got != tt.has77 {
+				t.Errorf("history %q: has the write of server_id 77 %v, want %v", row.gtidState, got, tt.has77)
+			}
+		})
+	}
 }

@@ -130,6 +130,47 @@ func TestDecideTakeover(t *testing.T) {
 	}
 }
 
+// TestFollowedState: the history a checkpoint keeps is parsed, grown
+// and written back as a binlog state, sorted, one entry per domain and
+// server_id with its highest sequence number.
+func TestFollowedState(t *testing.T) {
+	f, err := parseFollowedState(" 1-4-90,0-2-70,\n0-1-50 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"0-2-71", "0-1-40", "2-9-1", "0-3-5", "0-2-72"} {
+		m, err := gomysql.ParseMariadbGTID(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.add(m)
+	}
+	const want = "0-1-50,0-2-72,0-3-5,1-4-90,2-9-1"
+	if got := f.String(); got != want {
+		t.Errorf("state %q, want %q", got, want)
+	}
+	if again, err := parseFollowedState(want); err != nil || again.String() != want {
+		t.Errorf("%q parses back as %q (%v)", want, again, err)
+	}
+	for _, tt := range []struct {
+		domain, server uint32
+		seq            uint64
+		want           bool
+	}{
+		{0, 1, 50, true}, {0, 1, 3, true}, {0, 1, 51, false}, {0, 4, 1, false}, {1, 2, 1, false}, {2, 9, 1, true},
+	} {
+		if got := f.covers(tt.domain, tt.server, tt.seq); got != tt.want {
+			t.Errorf("covers %d-%d-%d = %v, want %v", tt.domain, tt.server, tt.seq, got, tt.want)
+		}
+	}
+	if empty, err := parseFollowedState(""); err != nil || empty.String() != "" || empty.covers(0, 1, 1) {
+		t.Errorf("empty state: %q, %v", empty, err)
+	}
+	if _, err := parseFollowedState("0-1"); err == nil {
+		t.Error("a malformed state parsed")
+	}
+}
+
 // TestMinusIntervals: the set difference the MySQL rule is made of
 // (intervals are [Start, Stop), as go-mysql keeps them).
 func TestMinusIntervals(t *testing.T) {
