@@ -144,7 +144,7 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 	if err != nil {
 		return err
 	}
-	if start, err = r.placeOn(ctx, start, id); err != nil {
+	if start, err = r.placeOn(ctx, start, row.gtidState, id); err != nil {
 		return err
 	}
 	followed, err := r.followedUpTo(ctx, start, row.gtidState, id)
@@ -215,10 +215,14 @@ func (r *Replicator) claim(ctx context.Context, conn *sql.Conn, from Position, e
 // Anything else is refused (ErrOtherSource): replaying from a wrong
 // offset would be silent.
 //
+// followed is the history the target followed up to start, as the
+// checkpoint row keeps it ("" when unknown): on MariaDB the errant check
+// asks it whether a transaction of another server is one the target has.
+//
 // A position of unknown server (a checkpoint from before servers were
 // recorded, or a file:pos a user gave) is taken to be of this one.
-func (r *Replicator) placeOn(ctx context.Context, start Position, id sourceID) (Position, error) {
-	if err := checkTakeover(ctx, r.source, r.cfg.Source, r.flavor, start, id, r.ckpt.table); err != nil {
+func (r *Replicator) placeOn(ctx context.Context, start Position, followed string, id sourceID) (Position, error) {
+	if err := checkTakeover(ctx, r.source, r.cfg.Source, r.flavor, start, followed, id, r.ckpt.table); err != nil {
 		return Position{}, err
 	}
 	if start.Server == "" || start.Server == id.Name {
