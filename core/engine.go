@@ -62,6 +62,9 @@ type Checkpoint struct {
 	Epoch    int64
 	Owner    string
 	Time     time.Time
+	// Followed is the source history the target followed up to Position
+	// (replication.Checkpoint.Followed), "" when unknown.
+	Followed string
 }
 
 // Progress is what a replicator reports after commits.

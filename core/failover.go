@@ -49,9 +49,10 @@ func probeEvery(failoverAfter time.Duration) time.Duration {
 // whose target has applied everything up to cp, "" if it can
 // (replication's SourceHealth.TakeoverProblem, the rule Run applies).
 // Core's automatic failover and the monitor's SourceFailoverUnsafe rule
-// both ask this.
-func TakeoverProblem(h SourceHealth, flavor string, cp Position) string {
-	if err := h.TakeoverProblem(flavor, cp); err != nil {
+// both ask this. followed is the target checkpoint's history
+// (Checkpoint.Followed), "" when unknown.
+func TakeoverProblem(h SourceHealth, flavor string, cp Position, followed string) string {
+	if err := h.TakeoverProblem(flavor, cp, followed); err != nil {
 		return err.Error()
 	}
 	return ""
@@ -65,12 +66,12 @@ func TakeoverProblem(h SourceHealth, flavor string, cp Position) string {
 // the first writable candidate that can. It returns the candidate and
 // why, or "" to stay (reason then says why no candidate would do, if
 // one was needed).
-func decideSwitch(active SourceHealth, downFor, failoverAfter time.Duration, others []SourceHealth, flavor string, cp Position) (to, reason string) {
+func decideSwitch(active SourceHealth, downFor, failoverAfter time.Duration, others []SourceHealth, flavor string, cp Checkpoint) (to, reason string) {
 	var problems []string
 	pick := func(ok func(SourceHealth) bool) string {
 		problems = problems[:0]
 		for _, h := range others {
-			if p := TakeoverProblem(h, flavor, cp); p != "" {
+			if p := TakeoverProblem(h, flavor, cp.Position, cp.Followed); p != "" {
 				problems = append(problems, p)
 			} else if ok(h) {
 				return h.Addr
@@ -101,7 +102,7 @@ func decideSwitch(active SourceHealth, downFor, failoverAfter time.Duration, oth
 // candidate: on an operator's request, or by decideSwitch. The probes of
 // the other candidates are made only when the source is down or
 // read-only.
-func (tm *term) watchSource(ctx context.Context, cancel context.CancelCauseFunc, sp *Spec, active Endpoint) {
+func (tm *term) watchSource(ctx context.Context, cancel context.CancelCauseFunc, sp *Spec, active Endpoint, rep Replicator) {
 	t := tm.t
 	failoverAfter := sp.Source.failoverAfter()
 	tick := time.NewTicker(probeEvery(failoverAfter))
@@ -140,7 +141,7 @@ func (tm *term) watchSource(ctx context.Context, cancel context.CancelCauseFunc,
 						others = append(others, t.c.cfg.Engine.ProbeSource(ctx, e, t.log))
 					}
 				}
-				to, reason := decideSwitch(h, now.Sub(downSince), failoverAfter, others, sp.Source.Flavor, tm.position())
+				to, reason := decideSwitch(h, now.Sub(downSince), failoverAfter, others, sp.Source.Flavor, tm.checkpoint(ctx, rep))
 				if to != "" {
 					cancel(&sourceSwitch{SourceSwitch: SourceSwitch{From: active.Addr(), To: to, Reason: reason}})
 					return
@@ -161,6 +162,16 @@ func (tm *term) watchSource(ctx context.Context, cancel context.CancelCauseFunc,
 			}
 		}
 	}
+}
+
+// checkpoint is what the candidates must hold: the target's checkpoint,
+// with the history it followed, or, when the target cannot be read,
+// the last position this term knows committed.
+func (tm *term) checkpoint(ctx context.Context, rep Replicator) Checkpoint {
+	if cp, ok, err := rep.TargetCheckpoint(ctx); err == nil && ok {
+		return cp
+	}
+	return Checkpoint{Position: tm.position()}
 }
 
 // setStuck records why the run's source is down with no candidate to

@@ -41,7 +41,7 @@ func TestDecideSwitch(t *testing.T) {
 		{"read-only source stays when none is writable", demoted, 0, []SourceHealth{replica("r1:1", true)}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, reason := decideSwitch(tt.active, tt.down, 30*time.Second, tt.others, FlavorMariaDB, Position{File: "b.000001", Pos: 4, GTID: "0-1-5"})
+			got, reason := decideSwitch(tt.active, tt.down, 30*time.Second, tt.others, FlavorMariaDB, Checkpoint{Position: Position{File: "b.000001", Pos: 4, GTID: "0-1-5"}})
 			if got != tt.want {
 				t.Fatalf("decideSwitch = %q (%s), want %q", got, reason, tt.want)
 			}

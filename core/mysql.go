@@ -92,7 +92,7 @@ func (m mysqlReplicator) Locate(ctx context.Context, p Position) (Position, erro
 
 func (m mysqlReplicator) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error) {
 	cp, ok, err := m.r.TargetCheckpoint(ctx)
-	return Checkpoint{Position: Position(cp.Position), Epoch: cp.Epoch, Owner: cp.Owner, Time: cp.Time}, ok, mapReplicationError(err)
+	return Checkpoint{Position: Position(cp.Position), Epoch: cp.Epoch, Owner: cp.Owner, Time: cp.Time, Followed: cp.Followed}, ok, mapReplicationError(err)
 }
 
 func (m mysqlReplicator) ResetEpoch(ctx context.Context) (int64, error) {

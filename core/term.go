@@ -187,7 +187,7 @@ func (tm *term) runOnce(ctx context.Context, sp *Spec, key specKey) error {
 	}()
 	go func() {
 		defer wg.Done()
-		tm.watchSource(runCtx, cancel, sp, active)
+		tm.watchSource(runCtx, cancel, sp, active, rep)
 	}()
 	err = rep.Run(runCtx, from, tm.epoch, tm.owner, tm.onProgress)
 	cause := context.Cause(runCtx)

@@ -342,7 +342,9 @@ func sourceFailoverUnsafe(in *Input, _ *Thresholds) []Finding {
 		}
 		var problems []string
 		for _, h := range probes {
-			p := core.TakeoverProblem(h, ts.Spec.Source.Flavor, ts.LastCommit.Position())
+			// The history the target followed is in its checkpoint row,
+			// which the monitor does not read: unknown.
+			p := core.TakeoverProblem(h, ts.Spec.Source.Flavor, ts.LastCommit.Position(), "")
 			if p == "" {
 				problems = nil
 				break

@@ -54,6 +54,13 @@ type applier struct {
 	openTS              uint32
 	partial             bool     // a source transaction is half applied
 	curStart            Position // start of the source transaction being applied
+	// followed is the history the target has with the open transaction
+	// (see followedState): the checkpoint's when Run started, plus the
+	// GTID of every complete source transaction applied since. It is
+	// serialised only into a commit's checkpoint UPDATE, so it commits
+	// with the data; after a failure Run starts a new applier from the
+	// checkpoint row. Empty on MySQL, whose GTID sets are complete.
+	followed followedState
 
 	// ddlPending is the checkpoint's DDL marker when Run started: the DDL
 	// of that source transaction may already have run on the target.
@@ -120,6 +127,9 @@ func (a *applier) handle(ctx context.Context, seg segment) error {
 	if seg.last {
 		a.openTxns++
 		a.openEnd, a.openTS = seg.end, seg.ts
+		if seg.mgtid != nil {
+			a.followed.add(seg.mgtid)
+		}
 		a.partial = false
 	} else {
 		a.partial = true
@@ -147,7 +157,7 @@ func (a *applier) flush(ctx context.Context) error {
 	pos, ts, rows, txns := a.openEnd, a.openTS, a.openRows, a.openTxns
 	// On a lost connection the outcome is unknown; Run re-reads the
 	// checkpoint to find out.
-	err := a.sess.commit(ctx, pos, func() { a.onCommit(pos, ts, rows, txns) })
+	err := a.sess.commit(ctx, pos, a.followed, func() { a.onCommit(pos, ts, rows, txns) })
 	a.openRows, a.openTxns = 0, 0
 	return err
 }
@@ -707,7 +717,7 @@ func (a *applier) applyDDL(ctx context.Context, seg segment) error {
 		}
 		a.log.Log(ctx, level, "DDL not replicated", "position", seg.start.String(), "why", plan.why, "statement", clip(seg.ddl.query))
 		// Nothing to run: the transaction is empty for the target.
-		return a.handle(ctx, segment{start: seg.start, end: seg.end, last: seg.last, ts: seg.ts, gtid: seg.gtid})
+		return a.handle(ctx, segment{start: seg.start, end: seg.end, last: seg.last, ts: seg.ts, gtid: seg.gtid, mgtid: seg.mgtid})
 	}
 	if a.partial {
 		return nonRetryable(fmt.Errorf("DDL inside the source transaction starting at %s after row changes cannot be applied atomically: %s", seg.start, clip(seg.ddl.query)))
@@ -748,7 +758,10 @@ func (a *applier) applyDDL(ctx context.Context, seg segment) error {
 		a.sess.begin()
 		return nil
 	}
-	if err := a.ckpt.commit(ctx, a.conn, seg.end, a.epoch, a.owner, ""); err != nil {
+	if seg.mgtid != nil {
+		a.followed.add(seg.mgtid)
+	}
+	if err := a.ckpt.commit(ctx, a.conn, seg.end, a.followed, a.epoch, a.owner, ""); err != nil {
 		return err
 	}
 	a.sess.base = seg.end

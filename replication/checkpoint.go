@@ -17,6 +17,10 @@ type Checkpoint struct {
 	Epoch    int64
 	Owner    string
 	Time     time.Time // when it was committed, UTC
+	// Followed is the MariaDB history the target followed up to Position
+	// (checkpointRow.gtidState), for SourceHealth.TakeoverProblem; ""
+	// when unknown.
+	Followed string
 }
 
 // checkpointRow is the stored row, with the DDL marker Run keeps private.
@@ -27,6 +31,10 @@ type checkpointRow struct {
 	// with the checkpoint. It holds ddlKey of the source transaction's
 	// start; see applier.applyDDL.
 	ddlPending string
+	// gtidState is the MariaDB history the target followed up to
+	// Position (see followedState), "" when unknown: on MySQL, and in a
+	// row written before the column existed.
+	gtidState string
 }
 
 // checkpointStore runs the checkpoint statements for one task.
@@ -59,7 +67,8 @@ func (s checkpointStore) create(ctx context.Context, db execer, schema string) e
 			owner       VARCHAR(255) NOT NULL DEFAULT '',
 			ddl_pending VARCHAR(1024) NOT NULL DEFAULT '',
 			updated_at  DATETIME(6) NULL,
-			` + serverColumn + `
+			` + addedColumns[0].def + `,
+			` + addedColumns[1].def + `
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 	}
 	for _, q := range stmts {
@@ -67,8 +76,10 @@ func (s checkpointStore) create(ctx context.Context, db execer, schema string) e
 			return fmt.Errorf("create checkpoint table %s: %w", s.table, err)
 		}
 	}
-	if err := s.addServerColumn(ctx, db, schema); err != nil {
-		return err
+	for _, c := range addedColumns {
+		if err := s.addColumn(ctx, db, schema, c.name, c.def); err != nil {
+			return err
+		}
 	}
 	if _, err := db.ExecContext(ctx, "INSERT IGNORE INTO "+s.table+" (task, gtid) VALUES (?, '')", s.task); err != nil {
 		return fmt.Errorf("create checkpoint row of task %q in %s: %w", s.task, s.table, err)
@@ -76,27 +87,33 @@ func (s checkpointStore) create(ctx context.Context, db execer, schema string) e
 	return nil
 }
 
-// serverColumn is the checkpoint's source server column (Position.Server),
-// for new tables and those made before it.
-const serverColumn = "source_server VARCHAR(255) NOT NULL DEFAULT ''"
+// addedColumns are the checkpoint columns added since the first version
+// of the table, in order, for new tables and those made before them:
+// source_server is Position.Server; gtid_state the history followed
+// (checkpointRow.gtidState), NULL in the rows of an older table (TEXT
+// has no default on older MySQL) and read as "" (unknown).
+var addedColumns = []struct{ name, def string }{
+	{"source_server", "source_server VARCHAR(255) NOT NULL DEFAULT ''"},
+	{"gtid_state", "gtid_state TEXT NULL"},
+}
 
-// addServerColumn adds source_server to a table made before positions
-// recorded their server. MySQL has no ADD COLUMN IF NOT EXISTS, so the
-// catalogue is asked first; two Runs racing here both try, and the loser's
-// "duplicate column" is the same outcome.
-func (s checkpointStore) addServerColumn(ctx context.Context, db execer, schema string) error {
+// addColumn adds the column name, defined as def, to a table made before
+// it existed. MySQL has no ADD COLUMN IF NOT EXISTS, so the catalogue is
+// asked first; two Runs racing here both try, and the loser's "duplicate
+// column" is the same outcome.
+func (s checkpointStore) addColumn(ctx context.Context, db execer, schema, name, def string) error {
 	var n int
-	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = 'source_server'",
-		schema, CheckpointTable).Scan(&n)
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ?",
+		schema, CheckpointTable, name).Scan(&n)
 	if err != nil {
-		return fmt.Errorf("check checkpoint table %s for source_server: %w", s.table, err)
+		return fmt.Errorf("check checkpoint table %s for %s: %w", s.table, name, err)
 	}
 	if n > 0 {
 		return nil
 	}
-	_, err = db.ExecContext(ctx, "ALTER TABLE "+s.table+" ADD COLUMN "+serverColumn)
+	_, err = db.ExecContext(ctx, "ALTER TABLE "+s.table+" ADD COLUMN "+def)
 	if err != nil && !isDuplicateColumn(err) {
-		return fmt.Errorf("add source_server to checkpoint table %s: %w", s.table, err)
+		return fmt.Errorf("add %s to checkpoint table %s: %w", name, s.table, err)
 	}
 	return nil
 }
@@ -112,8 +129,8 @@ func (s checkpointStore) read(ctx context.Context, db execer) (checkpointRow, bo
 	var row checkpointRow
 	var at sql.NullTime
 	var pos uint64
-	err := db.QueryRowContext(ctx, "SELECT binlog_file, binlog_pos, gtid, source_server, epoch, owner, ddl_pending, updated_at FROM "+s.table+" WHERE task = ?", s.task).
-		Scan(&row.Position.File, &pos, &row.Position.GTID, &row.Position.Server, &row.Epoch, &row.Owner, &row.ddlPending, &at)
+	err := db.QueryRowContext(ctx, "SELECT binlog_file, binlog_pos, gtid, source_server, COALESCE(gtid_state, ''), epoch, owner, ddl_pending, updated_at FROM "+s.table+" WHERE task = ?", s.task).
+		Scan(&row.Position.File, &pos, &row.Position.GTID, &row.Position.Server, &row.gtidState, &row.Epoch, &row.Owner, &row.ddlPending, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row, false, nil
 	}
@@ -149,13 +166,14 @@ func (s checkpointStore) resetEpoch(ctx context.Context, db execer) error {
 	return nil
 }
 
-// commit writes the position inside the caller's transaction, on
-// condition that no larger epoch has claimed the task. It clears
-// ddlPending unless pending is given.
-func (s checkpointStore) commit(ctx context.Context, tx execer, pos Position, epoch int64, owner, pending string) error {
+// commit writes the position and the history followed up to it (see
+// checkpointRow.gtidState) inside the caller's transaction, on condition
+// that no larger epoch has claimed the task. It clears ddlPending unless
+// pending is given.
+func (s checkpointStore) commit(ctx context.Context, tx execer, pos Position, state followedState, epoch int64, owner, pending string) error {
 	res, err := tx.ExecContext(ctx, "UPDATE "+s.table+
-		" SET binlog_file = ?, binlog_pos = ?, gtid = ?, source_server = ?, epoch = ?, owner = ?, ddl_pending = ?, updated_at = UTC_TIMESTAMP(6) WHERE task = ? AND epoch <= ?",
-		pos.File, uint64(pos.Pos), pos.GTID, pos.Server, epoch, owner, pending, s.task, epoch)
+		" SET binlog_file = ?, binlog_pos = ?, gtid = ?, source_server = ?, gtid_state = ?, epoch = ?, owner = ?, ddl_pending = ?, updated_at = UTC_TIMESTAMP(6) WHERE task = ? AND epoch <= ?",
+		pos.File, uint64(pos.Pos), pos.GTID, pos.Server, state.String(), epoch, owner, pending, s.task, epoch)
 	if err != nil {
 		return fmt.Errorf("write checkpoint %s of task %q: %w", pos, s.task, err)
 	}
@@ -163,7 +181,8 @@ func (s checkpointStore) commit(ctx context.Context, tx execer, pos Position, ep
 }
 
 // commitStatement is the checkpoint UPDATE of a multi-statement commit
-// (see targetSession), moving the checkpoint from prev to pos: a larger
+// (see targetSession), moving the checkpoint from prev to pos, with state
+// the history followed up to pos (checkpointRow.gtidState): a larger
 // stored epoch, or a stored position other than prev, makes it fail with
 // "Column 'epoch' cannot be null", so the COMMIT after it never runs.
 //
@@ -173,7 +192,10 @@ func (s checkpointStore) commit(ctx context.Context, tx execer, pos Position, ep
 // gone, possibly after the next Run read the checkpoint. Whichever of
 // the two commits second finds the position moved and rolls back, so no
 // source transaction is applied twice.
-func (s checkpointStore) commitStatement(prev, pos Position, epoch int64, owner string) []byte {
+//
+// The history is not part of the condition: it moves with the position,
+// in the same statement, so a position check covers it.
+func (s checkpointStore) commitStatement(prev, pos Position, state followedState, epoch int64, owner string) []byte {
 	// epoch is assigned first: MySQL evaluates the assignments of an
 	// UPDATE in order, and a later one sees the columns set before it.
 	b := append([]byte("UPDATE "), s.table...)
@@ -183,7 +205,8 @@ func (s checkpointStore) commitStatement(prev, pos Position, epoch int64, owner 
 	b = append(b, ", "...)
 	b = strconv.AppendInt(b, epoch, 10)
 	b = appendPosition(append(b, ", NULL), "...), pos, ", ")
-	b = append(b, ", owner = "...)
+	b = state.appendTo(append(b, ", gtid_state = '"...)) // digits, '-' and ','
+	b = append(b, "', owner = "...)
 	b = appendQuoted(b, owner)
 	b = append(b, ", ddl_pending = '', updated_at = UTC_TIMESTAMP(6) WHERE task = "...)
 	return appendQuoted(b, s.task)

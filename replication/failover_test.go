@@ -367,9 +367,10 @@ func TestFirstGTIDIsRecorded(t *testing.T) {
 }
 
 // TestCheckpointTableOfAnOlderVersion: a checkpoint table made before
-// positions named their server gets the column at Open, and its row
-// still reads, as a position of an unknown server (resumed on whichever
-// server answers, as before).
+// positions named their server and before it kept the history followed
+// gets the columns at Open, and its row still reads, as a position of an
+// unknown server (resumed on whichever server answers, as before) and of
+// an unknown history (the errant check assumes what it did before).
 func TestCheckpointTableOfAnOlderVersion(t *testing.T) {
 	source, target := servers(t)
 	const schema = "rt_old_ckpt"
@@ -394,5 +395,224 @@ func TestCheckpointTableOfAnOlderVersion(t *testing.T) {
 	if err != nil || !ok || cp.Position != want || cp.Epoch != 3 {
 		t.Fatalf("checkpoint of the older table: %+v %v %v, want %+v at epoch 3", cp, ok, err, want)
 	}
+	for _, c := range addedColumns {
+		var n int
+		if err := target.DB(t).QueryRow("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ?",
+			schema, CheckpointTable, c.name).Scan(&n); err != nil || n != 1 {
+			t.Errorf("column %s of the upgraded table: %d (%v)", c.name, n, err)
+		}
+	}
+	if row, _, err := r.ckpt.read(t.Context(), r.target); err != nil || row.gtidState != "" {
+		t.Errorf("history of the older row: %q (%v), want unknown", row.gtidState, err)
+	}
 	openReplicator(t, cfg) // a second Open finds the column there
+}
+
+// TestFailoverTwiceAndBack follows a task's source through two failovers
+// and back to the first primary: P is the primary, R1 and R2 its GTID
+// replicas; R1 is promoted and R2 repointed at it, then R2 is promoted,
+// then P, repointed at R2, is made the primary again. Each server's
+// @@gtid_binlog_state keeps the last GTID of every server that wrote in
+// the domain — R2's holds P's, below the checkpoint R1 wrote, of neither
+// R1 nor the checkpoint's GTID; P's holds its own old writes and R1's —
+// which a checkpoint's GTID position cannot tell from errant
+// transactions. The history the checkpoint keeps can: the task must
+// resume on each server, and the target must end equal to it.
+func TestFailoverTwiceAndBack(t *testing.T) {
+	_, target := servers(t)
+	args := append([]string{"--log-slave-updates"}, sourceArgs...)
+	opts := testpeer.MariaDBOptions{GTIDStrictMode: true, ExtraArgs: args}
+	p, r1, r2 := testpeer.StartMariaDB(t, opts), testpeer.StartMariaDB(t, opts), testpeer.StartMariaDB(t, opts)
+	const db, ckpt = "rt_twice", "rt_twice_ckpt"
+	dropDBs(t, []*testpeer.MariaDB{target}, db, ckpt)
+	ctx := coordtest.Context(t, 4*time.Minute)
+	replicate := func(replica, primary *testpeer.MariaDB, use string) {
+		t.Helper()
+		replica.Exec(t, "STOP SLAVE", "RESET SLAVE ALL",
+			fmt.Sprintf("CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = %d, MASTER_USER = 'root', MASTER_PASSWORD = '', MASTER_USE_GTID = %s", primary.Port(), use),
+			"START SLAVE")
+	}
+	promote := func(m *testpeer.MariaDB) { m.Exec(t, "STOP SLAVE", "RESET SLAVE ALL") }
+	name := func(m *testpeer.MariaDB) string { return "mariadb:" + strconv.FormatUint(uint64(m.ServerID()), 10) }
+	// oldRuleRefuses checks that m is a case for the history: without
+	// it (CheckTakeover does not read the checkpoint row), m's entry of
+	// server other is taken for an errant transaction.
+	oldRuleRefuses := func(m, other *testpeer.MariaDB, last Position) {
+		t.Helper()
+		err := CheckTakeover(ctx, m.DB(t), endpoint(m), FlavorMariaDB, last)
+		var errant string
+		if err != nil {
+			_, errant, _ = strings.Cut(err.Error(), "errant transactions ")
+			errant, _, _ = strings.Cut(errant, ":")
+		}
+		want := "0-" + strconv.FormatUint(uint64(other.ServerID()), 10) + "-"
+		if !errors.Is(err, ErrOtherSource) || !strings.HasPrefix(errant, want) && !strings.Contains(errant, ","+want) {
+			t.Fatalf("CheckTakeover of %s without the history: %v, want errant transactions of %s: the test would not need the history", name(m), err, name(other))
+		}
+	}
+	replicate(r1, p, "slave_pos")
+	replicate(r2, p, "slave_pos")
+
+	addr := newVIP(t, p.Addr())
+	cfg := newConfig(t, p, target, db)
+	cfg.Source.Port = addr.port()
+	cfg.CheckpointSchema = ckpt
+	r := openReplicator(t, cfg)
+	history := func() string {
+		t.Helper()
+		row, ok, err := r.ckpt.read(ctx, r.target)
+		if err != nil || !ok {
+			t.Fatalf("checkpoint row: %v (ok %v)", err, ok)
+		}
+		return row.gtidState
+	}
+	from := currentPosition(t, r)
+	p.Exec(t, "CREATE DATABASE "+db,
+		"CREATE TABLE "+db+".events (n INT NOT NULL, note VARCHAR(40) NOT NULL)",
+		"CREATE TABLE "+db+".counter (id INT PRIMARY KEY, n INT NOT NULL)",
+		"INSERT INTO "+db+".counter VALUES (1, 0)")
+	rn := startRun(t, r, from, 1, "on P")
+	keylessLoad(t, p.DB(t), db, 0, 30)
+	waitCaughtUp(t, r, p, rn)
+	if err := rn.stop(); err != nil {
+		t.Fatal(err)
+	}
+	last := targetPosition(t, r)
+
+	// First failover: R1 promoted, R2 repointed at it.
+	waitReplicated(t, p, r1)
+	waitReplicated(t, p, r2)
+	promote(r1)
+	replicate(r2, r1, "slave_pos")
+	addr.move(r1.Addr())
+	rn = startRun(t, r, last, 2, "on R1")
+	keylessLoad(t, r1.DB(t), db, 30, 20)
+	waitCaughtUp(t, r, r1, rn)
+	assertSameData(t, r1, target, db, db)
+	if err := rn.stop(); err != nil {
+		t.Fatal(err)
+	}
+	last = targetPosition(t, r)
+	if last.Server != name(r1) {
+		t.Fatalf("checkpoint %+v does not name R1 (%s)", last, name(r1))
+	}
+	pEntry := gtidPos(t, p.DB(t), "gtid_binlog_pos") // P's last write, 0-P-k
+	if h := history(); !strings.Contains(","+h+",", ","+pEntry+",") {
+		t.Fatalf("the checkpoint's history %q lacks P's last write %s", h, pEntry)
+	}
+
+	// Second failover: R2, once it has R1's writes, holds 0-P-k and
+	// 0-R1-m.
+	waitReplicated(t, r1, r2)
+	promote(r2)
+	oldRuleRefuses(r2, p, last)
+	addr.move(r2.Addr())
+	rn = startRun(t, r, last, 3, "on R2")
+	keylessLoad(t, r2.DB(t), db, 50, 20)
+	waitCaughtUp(t, r, r2, rn)
+	assertSameData(t, r2, target, db, db)
+	if err := rn.stop(); err != nil {
+		t.Fatal(err)
+	}
+	last = targetPosition(t, r)
+
+	// Back to P, repointed at R2 from its own position: its binlog state
+	// holds its own old write, and R1's, both below the checkpoint.
+	replicate(p, r2, "current_pos")
+	waitReplicated(t, r2, p)
+	promote(p)
+	oldRuleRefuses(p, p, last)
+	addr.move(p.Addr())
+	rn = startRun(t, r, last, 4, "on P again")
+	keylessLoad(t, p.DB(t), db, 70, 20)
+	waitCaughtUp(t, r, p, rn)
+	assertSameData(t, p, target, db, db)
+	if err := rn.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHistoryOfAStart: a task started from a position a user gave
+// begins with the part of the source's @@gtid_binlog_state that precedes
+// it as the history it followed (the target holds what the source held
+// there), a write logged under another server_id included: all of it at
+// the source's current position; the entries numbered up to the start in
+// gtid_strict_mode; none but the start's own GTIDs otherwise.
+func TestHistoryOfAStart(t *testing.T) {
+	_, target := servers(t)
+	src := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{ExtraArgs: sourceArgs})
+	const db, ckpt = "rt_history", "rt_history_ckpt"
+	dropDBs(t, []*testpeer.MariaDB{target}, db, ckpt)
+	ctx := coordtest.Context(t, 2*time.Minute)
+	src.Exec(t, "CREATE DATABASE "+db)
+	// A write logged under another server_id, as one replicated from a
+	// former primary is; then the source's own again.
+	other, err := src.DB(t).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SET SESSION server_id = 77", "CREATE DATABASE rt_history_before", "SET SESSION server_id = @@GLOBAL.server_id"} {
+		if _, err := other.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	other.Close()
+	src.Exec(t, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+	if state := gtidPos(t, src.DB(t), "gtid_binlog_state"); !strings.Contains(state, "0-77-") {
+		t.Fatalf("the source's binlog state %q lacks the write of server_id 77", state)
+	}
+
+	for i, tt := range []struct {
+		name    string
+		strict  bool
+		current bool // start at the current position, and write only once Run has begun
+		has77   bool
+	}{
+		{name: "current position", current: true, has77: true},
+		{name: "earlier position"},
+		{name: "earlier position in strict mode", strict: true, has77: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src.Exec(t, fmt.Sprintf("SET GLOBAL gtid_strict_mode = %v", tt.strict))
+			target.Exec(t, "DROP DATABASE IF EXISTS "+ckpt, "DROP DATABASE IF EXISTS "+db,
+				"CREATE DATABASE "+db, "CREATE TABLE "+db+".t (id INT PRIMARY KEY)")
+			src.Exec(t, "DELETE FROM "+db+".t")
+			cfg := newConfig(t, src, target, db)
+			cfg.CheckpointSchema = ckpt
+			r := openReplicator(t, cfg)
+			from, err := r.ResolveStart(ctx, gtidPos(t, src.DB(t), "gtid_binlog_pos"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			insert := fmt.Sprintf("INSERT INTO %s.t VALUES (%d)", db, i)
+			if !tt.current {
+				src.Exec(t, insert)
+			}
+			rn := startRun(t, r, from, 1, "test")
+			if tt.current {
+				coordtest.WaitFor(t, 30*time.Second, "Run to begin applying", func() error {
+					if !rn.sawState(StateRunning) {
+						return errors.New("not running yet")
+					}
+					return nil
+				})
+				src.Exec(t, insert)
+			}
+			waitCaughtUp(t, r, src, rn)
+			if err := rn.stop(); err != nil {
+				t.Fatal(err)
+			}
+			assertSameData(t, src, target, db, db)
+			row, _, err := r.ckpt.read(ctx, r.target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(row.gtidState, row.Position.GTID) {
+				t.Errorf("history %q lacks the checkpoint's GTID %s", row.gtidState, row.Position.GTID)
+			}
+			if got := strings.Contains(row.gtidState, "0-77-"); got != tt.has77 {
+				t.Errorf("history %q: has the write of server_id 77 %v, want %v", row.gtidState, got, tt.has77)
+			}
+		})
+	}
 }

@@ -691,7 +691,11 @@ func TestCommitMovesCheckpointOnlyFromWhereItWas(t *testing.T) {
 	p1 := Position{File: "mysql-bin.000001", Pos: 400, GTID: "0-1-4"}
 	p2 := Position{File: "mysql-bin.000001", Pos: 800, GTID: "0-1-8"}
 	commit := func(prev, pos Position, epoch int64) error {
-		_, err := conn.ExecContext(ctx, string(r.ckpt.commitStatement(prev, pos, epoch, "me")))
+		state, err := parseFollowedState(pos.GTID + ",0-7-2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.ExecContext(ctx, string(r.ckpt.commitStatement(prev, pos, state, epoch, "me")))
 		return err
 	}
 	if err := commit(p0, p1, 5); err != nil {
@@ -716,8 +720,8 @@ func TestCommitMovesCheckpointOnlyFromWhereItWas(t *testing.T) {
 	if err := commit(p1, p2, 6); err != nil {
 		t.Fatalf("commit from the stored position under a newer epoch: %v", err)
 	}
-	if row, _, _ := r.ckpt.read(ctx, conn); row.Position != p2 || row.Epoch != 6 {
-		t.Errorf("checkpoint at %s epoch %d, want %s epoch 6", row.Position, row.Epoch, p2)
+	if row, _, _ := r.ckpt.read(ctx, conn); row.Position != p2 || row.Epoch != 6 || row.gtidState != "0-1-8,0-7-2" {
+		t.Errorf("checkpoint at %s epoch %d history %q, want %s epoch 6 history 0-1-8,0-7-2", row.Position, row.Epoch, row.gtidState, p2)
 	}
 }
 

@@ -93,8 +93,13 @@ func ProbeSource(ctx context.Context, e Endpoint, log *slog.Logger) SourceHealth
 // (log_slave_updates), and, unless it wrote cp itself, pass the resume
 // rule Run applies on another server (decideTakeover: cp's GTID state
 // contained, no errant transaction). Of a checkpoint of unknown server
-// only the containment can be checked.
-func (h SourceHealth) TakeoverProblem(flavor string, cp Position) error {
+// only the containment can be checked. followed is the checkpoint's
+// Followed history, "" when unknown (then a former primary's writes can
+// look errant). cp alone does not carry the
+// history the target followed (the checkpoint row does), so on MariaDB
+// the errant check is that of an unknown history: after more than one
+// failover it may refuse a server Run would accept, never the reverse.
+func (h SourceHealth) TakeoverProblem(flavor string, cp Position, followed string) error {
 	switch {
 	case !h.Reachable():
 		return fmt.Errorf("%s is unreachable: %w", h.Addr, h.Err)
@@ -115,5 +120,5 @@ func (h SourceHealth) TakeoverProblem(flavor string, cp Position) error {
 	if c.id.Name == "" {
 		c.id.Name = h.Server // a probe made up by a test
 	}
-	return decideTakeover(flavor, cp, c, "the checkpoint table on the target")
+	return decideTakeover(flavor, cp, followed, c, "the checkpoint table on the target")
 }

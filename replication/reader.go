@@ -42,6 +42,9 @@ type segment struct {
 	rows    int    // row images (an update's before and after count once)
 	ts      uint32 // source commit time, seconds
 	gtid    string // the transaction's GTID, for messages
+	// mgtid is the MariaDB transaction's GTID, in the last segment only;
+	// nil on MySQL and without a GTID event.
+	mgtid *gomysql.MariadbGTID
 	// ddl is a DDL statement; a segment holds either rows or one DDL.
 	ddl *ddlEvent
 }
@@ -271,7 +274,7 @@ func (rd *reader) finish(ctx context.Context, h *replication.EventHeader, seg se
 	if rd.gset != nil {
 		rd.pos.GTID = rd.gset.String()
 	}
-	seg.end, seg.last, seg.ts = rd.pos, true, h.Timestamp
+	seg.end, seg.last, seg.ts, seg.mgtid = rd.pos, true, h.Timestamp, rd.mgtid
 	rd.txn = nil
 	rd.producedAt.Store(time.Now().UnixNano())
 	return rd.send(ctx, seg)

@@ -192,6 +192,7 @@ func (r *Replicator) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, er
 	if err != nil {
 		return Checkpoint{}, false, fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
 	}
+	row.Followed = row.gtidState
 	if !ok || row.Position.IsZero() {
 		return row.Checkpoint, false, nil
 	}

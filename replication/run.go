@@ -6,9 +6,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 )
 
 // State is what a running Run is doing, as Progress reports it.
@@ -141,7 +144,11 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 	if err != nil {
 		return err
 	}
-	if start, err = r.placeOn(ctx, start, id); err != nil {
+	if start, err = r.placeOn(ctx, start, row.gtidState, id); err != nil {
+		return err
+	}
+	followed, err := r.followedUpTo(ctx, start, row.gtidState, id)
+	if err != nil {
 		return err
 	}
 	if st.committed.IsZero() {
@@ -155,7 +162,7 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 
 	ap := &applier{
 		log: r.log, filter: r.filter, ckpt: r.ckpt, epoch: epoch, owner: owner, batch: r.cfg.BatchRows,
-		conn: conn, ddlPending: row.ddlPending, meta: metaCache{chunkRows: r.cfg.prepChunkRows},
+		conn: conn, ddlPending: row.ddlPending, meta: metaCache{chunkRows: r.cfg.prepChunkRows}, followed: followed,
 	}
 	ap.sess = &targetSession{conn: conn, ckpt: r.ckpt, epoch: epoch, owner: owner, base: row.Position, where: func() Position { return ap.curStart }}
 	r.log.Info("replicating", "from", start.String(), "epoch", epoch, "owner", owner)
@@ -167,7 +174,8 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 // claim checks the target session, raises the checkpoint's epoch to
 // epoch and returns where to start: the later of from and the
 // checkpoint, with the GTID state of a file position learnt from the
-// source.
+// source. The row's gtidState is cleared unless the start is the
+// checkpoint: it is the history up to the checkpoint only.
 func (r *Replicator) claim(ctx context.Context, conn *sql.Conn, from Position, epoch int64, owner string) (Position, checkpointRow, error) {
 	if err := checkStrict(ctx, conn); err != nil {
 		return Position{}, checkpointRow{}, err
@@ -180,6 +188,9 @@ func (r *Replicator) claim(ctx context.Context, conn *sql.Conn, from Position, e
 		return Position{}, checkpointRow{}, err
 	}
 	start := resumePoint(r.flavor, from, row.Position)
+	if start != row.Position {
+		row.gtidState = ""
+	}
 	if start.IsZero() {
 		return Position{}, checkpointRow{}, nonRetryable(errNoStart)
 	}
@@ -204,10 +215,14 @@ func (r *Replicator) claim(ctx context.Context, conn *sql.Conn, from Position, e
 // Anything else is refused (ErrOtherSource): replaying from a wrong
 // offset would be silent.
 //
+// followed is the history the target followed up to start, as the
+// checkpoint row keeps it ("" when unknown): on MariaDB the errant check
+// asks it whether a transaction of another server is one the target has.
+//
 // A position of unknown server (a checkpoint from before servers were
 // recorded, or a file:pos a user gave) is taken to be of this one.
-func (r *Replicator) placeOn(ctx context.Context, start Position, id sourceID) (Position, error) {
-	if err := checkTakeover(ctx, r.source, r.cfg.Source, r.flavor, start, id, r.ckpt.table); err != nil {
+func (r *Replicator) placeOn(ctx context.Context, start Position, followed string, id sourceID) (Position, error) {
+	if err := checkTakeover(ctx, r.source, r.cfg.Source, r.flavor, start, followed, id, r.ckpt.table); err != nil {
 		return Position{}, err
 	}
 	if start.Server == "" || start.Server == id.Name {
@@ -216,6 +231,68 @@ func (r *Replicator) placeOn(ctx context.Context, start Position, id sourceID) (
 	}
 	r.log.Warn("source server changed: resuming by GTID", "from_server", start.Server, "to_server", id.Name, "gtid", start.GTID)
 	return Position{GTID: start.GTID, Server: id.Name}, nil
+}
+
+// followedUpTo returns the MariaDB history the target followed up to
+// start, a position on server id (see followedState): known, the
+// checkpoint row's; else learnt from the source, whose binlog before
+// start is what the target holds — for a start a user gave ("current",
+// a file or GTID position) or the checkpoint of an older table. That is
+// start's GTID position, and the entries of the source's
+// @@gtid_binlog_state that precede it: all of them when start is the
+// source's current position (@@gtid_binlog_pos); those numbered at most
+// start's sequence number in their domain when the source runs in
+// gtid_strict_mode, where numbers only grow along its binlog; none
+// otherwise, as a lower number may follow a higher one there. What is
+// missed makes the errant check stricter, never laxer. Nil on MySQL,
+// whose GTID sets are complete.
+func (r *Replicator) followedUpTo(ctx context.Context, start Position, known string, id sourceID) (followedState, error) {
+	if r.flavor != FlavorMariaDB {
+		return nil, nil
+	}
+	if known != "" {
+		f, err := parseFollowedState(known)
+		if err == nil {
+			return f, nil
+		}
+		r.log.Warn("the checkpoint's history is unreadable: learning it anew", "gtid_state", known, "error", err)
+	}
+	var serverID uint32
+	var pos, state string
+	var strict bool
+	const q = "SELECT @@server_id, @@gtid_binlog_pos, @@gtid_binlog_state, @@gtid_strict_mode"
+	if err := r.source.QueryRowContext(ctx, q).Scan(&serverID, &pos, &state, &strict); err != nil {
+		return nil, connectError("source", r.cfg.Source, fmt.Errorf("read the source's GTID state: %w", err))
+	}
+	if serverID != id.ServerID {
+		return nil, fmt.Errorf("the source address now reaches server_id %d, not %s, which was asked a moment before: the address moved to another server", serverID, id.Name)
+	}
+	pos, state = strings.ReplaceAll(pos, "\n", ""), strings.ReplaceAll(state, "\n", "")
+	f, err := parseFollowedState(start.GTID)
+	if err != nil {
+		return nil, nonRetryable(fmt.Errorf("the history the target followed up to %s: %w", start, err))
+	}
+	current := pos == start.GTID
+	if c, ok := ComparePositions(FlavorMariaDB, Position{GTID: pos}, Position{GTID: start.GTID}); ok && c == 0 {
+		current = true
+	}
+	if !current && !strict {
+		return f, nil
+	}
+	binlog, err := parseFollowedState(state)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: @@gtid_binlog_state: %w", r.cfg.Source, err)
+	}
+	at := slices.Clone(f) // start's last GTID of each domain
+	for i := range binlog {
+		g := &binlog[i]
+		if current || slices.ContainsFunc(at, func(s gomysql.MariadbGTID) bool {
+			return s.DomainID == g.DomainID && s.SequenceNumber >= g.SequenceNumber
+		}) {
+			f.add(g)
+		}
+	}
+	return f, nil
 }
 
 // sourceFeed is the source's binlog from a start position, decoded into

@@ -57,17 +57,23 @@ func readCandidate(ctx context.Context, db *sql.DB, e Endpoint, flavor string, i
 // not and what resolves it otherwise. It is the check Run makes before
 // reading a source, so a caller choosing a server to move a task to gets
 // the answer Run would give.
+//
+// It knows the checkpoint's position only, not the history the target
+// followed that the checkpoint row also keeps (see followedState), so on
+// MariaDB it may refuse a server, after more than one failover, that Run
+// accepts; never the reverse.
 func CheckTakeover(ctx context.Context, db *sql.DB, source Endpoint, flavor string, checkpoint Position) error {
 	id, err := sourceIdentity(ctx, db, source, flavor)
 	if err != nil {
 		return err
 	}
-	return checkTakeover(ctx, db, source, flavor, checkpoint, id, "the checkpoint table on the target")
+	return checkTakeover(ctx, db, source, flavor, checkpoint, "", id, "the checkpoint table on the target")
 }
 
-// checkTakeover is CheckTakeover for a server whose identity is known;
-// table names the checkpoint table in the way out of a refusal.
-func checkTakeover(ctx context.Context, db *sql.DB, e Endpoint, flavor string, cp Position, id sourceID, table string) error {
+// checkTakeover is CheckTakeover for a server whose identity is known,
+// with the history followed up to cp ("" when unknown); table names the
+// checkpoint table in the way out of a refusal.
+func checkTakeover(ctx context.Context, db *sql.DB, e Endpoint, flavor string, cp Position, followed string, id sourceID, table string) error {
 	if cp.Server == "" || cp.Server == id.Name {
 		return nil
 	}
@@ -75,16 +81,18 @@ func checkTakeover(ctx context.Context, db *sql.DB, e Endpoint, flavor string, c
 	if err != nil {
 		return err
 	}
-	return decideTakeover(flavor, cp, c, table)
+	return decideTakeover(flavor, cp, followed, c, table)
 }
 
 // decideTakeover decides whether candidate c, another server than the
 // one that wrote cp, can resume cp by GTID: cp must have a GTID state,
 // c's state must contain it (so that nothing is skipped), and c must have
-// no errant transaction (see errantGTIDs). A refusal wraps ErrOtherSource
-// and names both servers, both GTID states and the way out; table names
-// the checkpoint table.
-func decideTakeover(flavor string, cp Position, c candidate, table string) error {
+// no errant transaction (see errantGTIDs). followed is the MariaDB history
+// the target followed up to cp, as the checkpoint row keeps it (see
+// followedState); "" when unknown. A refusal wraps ErrOtherSource and
+// names both servers, both GTID states and the way out; table names the
+// checkpoint table.
+func decideTakeover(flavor string, cp Position, followed string, c candidate, table string) error {
 	if cp.Server == "" || cp.Server == c.id.Name {
 		return nil
 	}
@@ -105,7 +113,7 @@ func decideTakeover(flavor string, cp Position, c candidate, table string) error
 		return fmt.Errorf("%w: %s at %s does not hold every transaction of the checkpoint %q read from server %s: %v; resuming would skip them; %s",
 			ErrOtherSource, c.id.Name, c.addr, cp.GTID, cp.Server, err, fix)
 	}
-	errant, err := errantGTIDs(flavor, cp, c)
+	errant, err := errantGTIDs(flavor, cp, followed, c)
 	if err != nil {
 		return fmt.Errorf("%w: %s at %s: cannot tell whether it has transactions that %s, which wrote the checkpoint %q, never had: %v; %s",
 			ErrOtherSource, c.id.Name, c.addr, cp.Server, cp.GTID, err, fix)
@@ -117,9 +125,13 @@ func decideTakeover(flavor string, cp Position, c candidate, table string) error
 	if flavor == FlavorMySQL {
 		state = "@@gtid_executed"
 	}
-	return fmt.Errorf("%w: %s at %s has errant transactions %s: its binlog (%s %q) holds them but server %s, which wrote the checkpoint %q, never had them, so the target never will and would differ from %s; "+
+	history := ""
+	if followed != "" {
+		history = fmt.Sprintf(" (the history the target followed: %q)", followed)
+	}
+	return fmt.Errorf("%w: %s at %s has errant transactions %s: its binlog (%s %q) holds them but server %s, which wrote the checkpoint %q, never had them%s, so the target never will and would differ from %s; "+
 		"remove them from %s (or rebuild the target from %s and restart the task from a position of its own: delete its row in %s, then set its start), or point the task back at %s",
-		ErrOtherSource, c.id.Name, c.addr, errant, state, c.state, cp.Server, cp.GTID, c.id.Name,
+		ErrOtherSource, c.id.Name, c.addr, errant, state, c.state, cp.Server, cp.GTID, history, c.id.Name,
 		c.id.Name, c.id.Name, table, cp.Server)
 }
 
@@ -167,26 +179,31 @@ func mariadbMissing(flavor string, cp Position, c candidate) (string, error) {
 // target, which follows cp, would never get them. "" when there are none.
 //
 // MariaDB: an entry of c's @@gtid_binlog_state in a domain of cp whose
-// sequence number is at most cp's there and whose server_id is neither
-// the checkpoint server's nor that of cp's own GTID in the domain (the
-// server it was replicating, when the checkpoint was read from a
-// replica): it was written on another server within the history the
-// target already followed. And an entry in a domain cp lacks of another
-// server than c itself, written somewhere the target never read. Writes
-// of c after cp are its own as a promoted primary.
+// sequence number is at most cp's there, and that is not in the history
+// the target followed: followed has no entry of its domain and server_id
+// at that sequence number or above. It was written on another server
+// within the stretch of history the target already followed. The
+// server_id of the checkpoint server and that of cp's own GTID in the
+// domain (the server it was replicating, when the checkpoint was read
+// from a replica) count as followed whatever followed says: that is all
+// that is known of an unknown history (a checkpoint of an older table),
+// and a history learnt from a GTID position, not a binlog state, lacks
+// the servers that wrote before it. And an entry in a domain cp lacks of
+// another server than c itself, written somewhere the target never read.
+// Writes of c after cp are its own as a promoted primary.
 //
 // MySQL: c's @@gtid_executed minus cp, leaving out the checkpoint
 // server's uuid, the transactions of a uuid of cp numbered above the
 // highest cp has of it (later ones), and c's own uuid unless c is
 // read-only (a read-only replica writes nothing).
-func errantGTIDs(flavor string, cp Position, c candidate) (string, error) {
+func errantGTIDs(flavor string, cp Position, followed string, c candidate) (string, error) {
 	if flavor == FlavorMySQL {
 		return mysqlErrant(cp, c)
 	}
-	return mariadbErrant(cp, c)
+	return mariadbErrant(cp, followed, c)
 }
 
-func mariadbErrant(cp Position, c candidate) (string, error) {
+func mariadbErrant(cp Position, followed string, c candidate) (string, error) {
 	old, err := strconv.ParseUint(strings.TrimPrefix(cp.Server, "mariadb:"), 10, 32)
 	if err != nil || !strings.HasPrefix(cp.Server, "mariadb:") {
 		return "", fmt.Errorf("checkpoint server %q is not mariadb:<server_id>", cp.Server)
@@ -196,6 +213,10 @@ func mariadbErrant(cp Position, c candidate) (string, error) {
 		return "", fmt.Errorf("checkpoint GTID state %q: %w", cp.GTID, err)
 	}
 	at := set.(*gomysql.MariadbGTIDSet).Sets
+	history, err := parseFollowedState(followed)
+	if err != nil {
+		return "", fmt.Errorf("the history the target followed: %w", err)
+	}
 	var errant []string
 	// A MariadbGTIDSet keeps one GTID per domain: the entries of a
 	// binlog state are parsed one by one.
@@ -207,10 +228,16 @@ func mariadbErrant(cp Position, c candidate) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%s's @@gtid_binlog_state %q: %w", c.id.Name, c.state, err)
 		}
-		last, followed := at[g.DomainID]
+		last, inDomain := at[g.DomainID]
 		switch {
-		case !followed && g.ServerID != c.id.ServerID,
-			followed && g.SequenceNumber <= last.SequenceNumber && g.ServerID != uint32(old) && g.ServerID != last.ServerID:
+		case !inDomain:
+			if g.ServerID != c.id.ServerID {
+				errant = append(errant, g.String())
+			}
+		case g.SequenceNumber > last.SequenceNumber,
+			g.ServerID == uint32(old), g.ServerID == last.ServerID,
+			history.covers(g.DomainID, g.ServerID, g.SequenceNumber):
+		default:
 			errant = append(errant, g.String())
 		}
 	}

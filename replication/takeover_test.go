@@ -34,9 +34,12 @@ func TestDecideTakeover(t *testing.T) {
 		name   string
 		flavor string
 		cp     Position
-		c      candidate
-		errant string // "" when the candidate can take over
-		refuse string // part of a refusal that is not about errant transactions
+		// followed is the history the target followed up to cp, as the
+		// checkpoint row keeps it; "" when unknown.
+		followed string
+		c        candidate
+		errant   string // "" when the candidate can take over
+		refuse   string // part of a refusal that is not about errant transactions
 	}{
 		{name: "same server", flavor: FlavorMariaDB, cp: maria("mariadb:1", "0-1-50"), c: mariaC(1, "0-1-60", "0-1-60")},
 		{name: "unknown server", flavor: FlavorMariaDB, cp: maria("", "0-1-50"), c: mariaC(2, "0-1-10", "0-1-10,0-2-5")},
@@ -74,6 +77,46 @@ func TestDecideTakeover(t *testing.T) {
 			name: "promoted without the checkpoint's last transaction", flavor: FlavorMariaDB,
 			cp: maria("mariadb:1", "0-1-35"), c: mariaC(2, "0-2-40", "0-1-34,0-2-40"), refuse: "lacks 0-1-35",
 		},
+		// P (1) was the primary; R1 (2) was promoted at 0-1-50 and wrote
+		// 0-2-51..70; R2 (3), a replica of both in turn, is the
+		// candidate. Its binlog state keeps P's last GTID, below the
+		// checkpoint and of neither R1 nor the checkpoint's GTID.
+		{
+			name: "second failover: the first primary's writes are followed history", flavor: FlavorMariaDB,
+			cp: maria("mariadb:2", "0-2-70"), followed: "0-1-50,0-2-70", c: mariaC(3, "0-2-70", "0-1-50,0-2-70"),
+		},
+		{
+			name: "second failover, history unknown (older checkpoint table)", flavor: FlavorMariaDB,
+			cp: maria("mariadb:2", "0-2-70"), c: mariaC(3, "0-2-70", "0-1-50,0-2-70"), errant: "0-1-50",
+		},
+		{
+			name: "second failover: an errant write of the candidate below the checkpoint", flavor: FlavorMariaDB,
+			cp: maria("mariadb:2", "0-2-70"), followed: "0-1-50,0-2-70", c: mariaC(3, "0-2-70", "0-1-50,0-2-70,0-3-60"), errant: "0-3-60",
+		},
+		{
+			name: "second failover: the first primary wrote more than the target followed", flavor: FlavorMariaDB,
+			cp: maria("mariadb:2", "0-2-70"), followed: "0-1-50,0-2-70", c: mariaC(3, "0-2-70", "0-1-55,0-2-70"), errant: "0-1-55",
+		},
+		{
+			name: "history of another domain covers nothing in this one", flavor: FlavorMariaDB,
+			cp: maria("mariadb:2", "0-2-70,1-4-90"), followed: "0-2-70,1-4-90", c: mariaC(3, "0-2-70,1-4-90", "0-2-70,0-4-12,1-4-90"), errant: "0-4-12",
+		},
+		{
+			name: "back to the former primary, its own writes followed", flavor: FlavorMariaDB,
+			cp: maria("mariadb:2", "0-2-70"), followed: "0-1-50,0-2-70", c: mariaC(1, "0-2-70", "0-1-50,0-2-70"),
+		},
+		{
+			name: "back to the former primary, history unknown", flavor: FlavorMariaDB,
+			cp: maria("mariadb:2", "0-2-70"), c: mariaC(1, "0-2-70", "0-1-50,0-2-70"), errant: "0-1-50",
+		},
+		{
+			name: "back to the former primary, which wrote after it was left", flavor: FlavorMariaDB,
+			cp: maria("mariadb:2", "0-2-70"), followed: "0-1-50,0-2-70", c: mariaC(1, "0-2-70", "0-1-52,0-2-70"), errant: "0-1-52",
+		},
+		{
+			name: "history learnt from a GTID position: the checkpoint server still counts", flavor: FlavorMariaDB,
+			cp: maria("mariadb:1", "0-3-50"), followed: "0-3-50", c: mariaC(2, "0-3-50", "0-1-20,0-3-50"),
+		},
 		{name: "no GTID state", flavor: FlavorMariaDB, cp: maria("mariadb:1", ""), c: mariaC(2, "0-1-50", "0-1-50"), refuse: "has no GTID state"},
 		{
 			name: "checkpoint of another flavor's server", flavor: FlavorMariaDB,
@@ -108,7 +151,7 @@ func TestDecideTakeover(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := decideTakeover(tt.flavor, tt.cp, tt.c, "`shepherd`.`shepherd_checkpoint`")
+			err := decideTakeover(tt.flavor, tt.cp, tt.followed, tt.c, "`shepherd`.`shepherd_checkpoint`")
 			switch {
 			case tt.errant == "" && tt.refuse == "":
 				if err != nil {
@@ -133,6 +176,47 @@ func TestDecideTakeover(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFollowedState: the history a checkpoint keeps is parsed, grown
+// and written back as a binlog state, sorted, one entry per domain and
+// server_id with its highest sequence number.
+func TestFollowedState(t *testing.T) {
+	f, err := parseFollowedState(" 1-4-90,0-2-70,\n0-1-50 ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{"0-2-71", "0-1-40", "2-9-1", "0-3-5", "0-2-72"} {
+		m, err := gomysql.ParseMariadbGTID(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.add(m)
+	}
+	const want = "0-1-50,0-2-72,0-3-5,1-4-90,2-9-1"
+	if got := f.String(); got != want {
+		t.Errorf("state %q, want %q", got, want)
+	}
+	if again, err := parseFollowedState(want); err != nil || again.String() != want {
+		t.Errorf("%q parses back as %q (%v)", want, again, err)
+	}
+	for _, tt := range []struct {
+		domain, server uint32
+		seq            uint64
+		want           bool
+	}{
+		{0, 1, 50, true}, {0, 1, 3, true}, {0, 1, 51, false}, {0, 4, 1, false}, {1, 2, 1, false}, {2, 9, 1, true},
+	} {
+		if got := f.covers(tt.domain, tt.server, tt.seq); got != tt.want {
+			t.Errorf("covers %d-%d-%d = %v, want %v", tt.domain, tt.server, tt.seq, got, tt.want)
+		}
+	}
+	if empty, err := parseFollowedState(""); err != nil || empty.String() != "" || empty.covers(0, 1, 1) {
+		t.Errorf("empty state: %q, %v", empty, err)
+	}
+	if _, err := parseFollowedState("0-1"); err == nil {
+		t.Error("a malformed state parsed")
 	}
 }
 
