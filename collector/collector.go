@@ -95,8 +95,12 @@ type Collector struct {
 	srcs          map[string]*source
 	uncommitted   bool   // output was written that a failed commit did not cover
 	inflight      []byte // status sent by a commit whose outcome is unknown
-	lastCommit    time.Time
-	refused       string // why the assignment is refused; "" if trusted
+	// inflightDone is closed once the request of that commit has its
+	// answer, or failed with its connection: until then it may still
+	// reach the server, after anything sent meanwhile.
+	inflightDone <-chan struct{}
+	lastCommit   time.Time
+	refused      string // why the assignment is refused; "" if trusted
 
 	mu    sync.Mutex
 	stats Stats
@@ -360,6 +364,17 @@ func (c *Collector) checkAssignment(ctx context.Context) error {
 
 // settle finds out whether the commit whose reply was lost took effect.
 func (c *Collector) settle(ctx context.Context) error {
+	if c.inflightDone != nil {
+		// A read sent before the commit's request has gone out would
+		// see the old status, call the commit lost, and the retry would
+		// then find its own commit's version: order, not time.
+		select {
+		case <-c.inflightDone:
+			c.inflightDone = nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	data, stat, err := c.s.Get(ctx, StatusPath(c.cfg.Name))
 	if err != nil {
 		return err
@@ -590,10 +605,24 @@ func (c *Collector) commit(ctx context.Context) error {
 	st.Time = now.UTC()
 	st.Load = c.load(now)
 	data := encode(st)
-	res, err := c.s.Multi(ctx,
-		&zk.CheckVersionRequest{Path: CollectorPath(c.cfg.Name), Version: c.assignVersion},
-		&zk.SetDataRequest{Path: StatusPath(c.cfg.Name), Data: data, Version: c.statusVersion},
-	)
+	// The request runs to its answer even if ctx ends first (it cannot
+	// be called back once sent); settle waits for it then.
+	var res []zk.MultiResponse
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err = c.s.Multi(context.WithoutCancel(ctx),
+			&zk.CheckVersionRequest{Path: CollectorPath(c.cfg.Name), Version: c.assignVersion},
+			&zk.SetDataRequest{Path: StatusPath(c.cfg.Name), Data: data, Version: c.statusVersion},
+		)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		c.inflight, c.inflightDone, c.uncommitted = data, done, true
+		return fmt.Errorf("commit status: %w", ctx.Err())
+	}
 	switch {
 	case err == nil:
 		c.applyCommit(st, res[1].Stat.Version)
