@@ -138,3 +138,65 @@ func TestMySQLSourceFailoverKill9(t *testing.T) {
 		t.Fatalf("target checkpoint owner %q, %v: want %s", o, err, owner.Name)
 	}
 }
+
+// TestMySQLRepointWithReplace: the operator's manual move. A task reads a
+// primary; its GTID replica is promoted, and the task's spec is replaced
+// with the replica as source.host (ctl task add --replace). The running
+// core restarts on the new spec and resumes on the replica by GTID — the
+// replica's binlog files have other names and offsets — and the target
+// ends equal to the replica.
+func TestMySQLRepointWithReplace(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	_, target := sharedMariaDB(t)
+	args := []string{"--log-slave-updates"}
+	primary := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{GTIDStrictMode: true, ExtraArgs: args})
+	replica := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{GTIDStrictMode: true, ExtraArgs: args})
+	gtidReplica(t, replica, primary)
+	ctx := coordtest.Context(t, 3*time.Minute)
+	connect := chrootOf(t, tg)
+	a := NewAdmin(dial(t, connect, testSessionTimeout), "")
+	db := testDB("repoint")
+	createWorkloadSchema(t, db, primary, target)
+	task := "repoint_" + db
+	sp := mysqlSpec(task, db, primary, target)
+	mustAdd(t, a, sp)
+	startCoreProc(t, connect, "a", "--task", task)
+	waitOwner(t, a, task, "a", StateRunning, 30*time.Second)
+	if err := load(ctx, primary.DB(t), db, 0, 5_000, 100); err != nil {
+		t.Fatal(err)
+	}
+	waitSameTables(t, primary, target, db, 60*time.Second)
+
+	// Promote the replica once it has everything; the primary retires.
+	coordtest.WaitFor(t, 60*time.Second, "the replica to catch up", func() error {
+		var want, got string
+		if err := primary.DB(t).QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&want); err != nil {
+			return err
+		}
+		if err := replica.DB(t).QueryRowContext(ctx, "SELECT @@gtid_slave_pos").Scan(&got); err != nil || got != want {
+			return fmt.Errorf("replica at %q, primary at %q (%v)", got, want, err)
+		}
+		return nil
+	})
+	replica.Exec(t, "STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only = OFF")
+	primary.Kill()
+	moved := mysqlSpec(task, db, replica, target)
+	if err := a.AddTask(ctx, moved, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := load(ctx, replica.DB(t), db, 5_000, 5_000, 100); err != nil {
+		t.Fatal(err)
+	}
+	waitSameTables(t, replica, target, db, 90*time.Second)
+	coordtest.WaitFor(t, 30*time.Second, "lastCommit to name the replica", func() error {
+		ts, err := a.Task(ctx, task)
+		if err != nil {
+			return err
+		}
+		if lc := ts.LastCommit; lc == nil || lc.Server != "mariadb:"+fmt.Sprint(replica.ServerID()) || lc.Source != replica.Addr() {
+			return fmt.Errorf("lastCommit %+v", ts.LastCommit)
+		}
+		return nil
+	})
+}
