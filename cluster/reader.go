@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -124,6 +125,7 @@ func (r *SessionReader) readSection(ctx context.Context, sec Section, snap *Snap
 			}
 		}
 		snap.Tasks = tasks
+		snap.SourceSamples = SourceSamples(ctx, r.s)
 	case SectionJobs:
 		jobs, scheds, err := r.jobs.Jobs(ctx, r.opts.RunsPerJob)
 		if err != nil {
@@ -138,6 +140,39 @@ func (r *SessionReader) readSection(ctx context.Context, sec Section, snap *Snap
 		snap.Collectors, snap.Sources, snap.CollectorsJudged = ov.Collectors, ov.Sources, ov.Judged
 	}
 	return nil
+}
+
+// The active monitor's state node, whose history holds its samples of
+// every task's source position (package monitor writes it).
+const (
+	MonitorRoot      = "/shepherd/monitor"
+	MonitorStatePath = MonitorRoot + "/state"
+)
+
+// SourceSamples reads the monitor's samples of each task's source, by
+// task: what ViewTask measures lag against. None when no monitor has
+// written them, or when a session without s's identity could have (a
+// forged lag would hide a late task).
+func SourceSamples(ctx context.Context, s *recipe.Session) map[string][]PosSample {
+	data, _, err := s.Retrying().Get(ctx, MonitorStatePath)
+	if err != nil || s.CheckTrusted(ctx, MonitorRoot, MonitorStatePath) != nil {
+		return nil
+	}
+	var st struct {
+		History struct {
+			Tasks map[string]struct {
+				Samples []PosSample `json:"samples"`
+			} `json:"tasks"`
+		} `json:"history"`
+	}
+	if json.Unmarshal(data, &st) != nil {
+		return nil
+	}
+	out := make(map[string][]PosSample, len(st.History.Tasks))
+	for name, th := range st.History.Tasks {
+		out[name] = th.Samples
+	}
+	return out
 }
 
 // errorsText is the sections' errors in one line, in the order ctl

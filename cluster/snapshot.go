@@ -27,6 +27,10 @@ type Snapshot struct {
 	ReadAt time.Time `json:"readAt"`
 	// Tasks by name, their specs redacted (core.Spec.Redacted).
 	Tasks []core.TaskStatus `json:"tasks"`
+	// SourceSamples are the active monitor's samples of each task's
+	// source position, by task (none without a monitor): what
+	// ViewTask measures lag against.
+	SourceSamples map[string][]PosSample `json:"sourceSamples,omitempty"`
 	// Jobs by name, their environment values redacted.
 	Jobs []scheduler.JobStatus `json:"jobs"`
 	// Schedulers are the running schedulers, by host and pid.
@@ -46,6 +50,12 @@ type Snapshot struct {
 // Task returns the task named name.
 func (s *Snapshot) Task(name string) (core.TaskStatus, bool) {
 	return find(s.Tasks, func(t core.TaskStatus) bool { return t.Name == name })
+}
+
+// TaskView derives what task ts is doing, at the snapshot's read time:
+// the one reading of a task's state, position and lag (ViewTask).
+func (s *Snapshot) TaskView(ts core.TaskStatus) TaskView {
+	return ViewTask(ts, s.SourceSamples[ts.Name], s.ReadAt)
 }
 
 // Job returns the job named name.

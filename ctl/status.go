@@ -104,7 +104,7 @@ func writeStatus(w io.Writer, snap *cluster.Snapshot, now time.Time) error {
 		fmt.Fprintln(w)
 	}
 	section(cluster.SectionCoord, "coordination servers", func() { writeServers(w, snap.Coord) })
-	section(cluster.SectionTasks, fmt.Sprintf("tasks (%d)", len(snap.Tasks)), func() { writeTaskList(w, snap.Tasks, now) })
+	section(cluster.SectionTasks, fmt.Sprintf("tasks (%d)", len(snap.Tasks)), func() { writeTaskList(w, snap) })
 	section(cluster.SectionJobs, fmt.Sprintf("jobs (%d, %d schedulers running)", len(snap.Jobs), len(snap.Schedulers)), func() { _ = writeJobList(w, snap.Jobs) })
 	alive := 0
 	for _, c := range snap.Collectors {

@@ -188,7 +188,7 @@ func (r *runner) taskList(c *cli.Context) error {
 	if r.json {
 		return writeJSON(r.env.Stdout, snap.Tasks)
 	}
-	writeTaskList(r.env.Stdout, snap.Tasks, time.Now())
+	writeTaskList(r.env.Stdout, snap)
 	ctx, cancel := r.opCtx()
 	defer cancel()
 	groups, err := a.Groups(ctx)
@@ -243,7 +243,8 @@ func (r *runner) taskShow(c *cli.Context) error {
 	if r.json {
 		return writeJSON(r.env.Stdout, ts)
 	}
-	writeTaskShow(r.env.Stdout, &ts, time.Now(), r.env.Location)
+	now := time.Now()
+	writeTaskShow(r.env.Stdout, &ts, cluster.ViewTask(ts, cluster.SourceSamples(ctx, r.sess)[name], now), now, r.env.Location)
 	return nil
 }
 

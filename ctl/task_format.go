@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/core"
 )
 
@@ -64,32 +65,37 @@ func stateText(st core.InstanceState, now time.Time) string {
 	return st.State
 }
 
-// writeTaskList prints one line per task.
-func writeTaskList(w io.Writer, tasks []core.TaskStatus, now time.Time) {
+// writeTaskList prints one line per task: its state and lag as every
+// view derives them (cluster.ViewTask).
+func writeTaskList(w io.Writer, snap *cluster.Snapshot) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tSTANDBY\tDESIRED\tOWNER\tSTATE\tPOSITION\tLAG\tINSTANCES")
-	for _, ts := range tasks {
+	for _, ts := range snap.Tasks {
 		standby, desired := "?", "?"
 		if ts.Spec != nil {
 			standby, desired = standbyText(ts.Spec), ts.Spec.State
 		}
-		owner, state, pos, lag := "-", "-", "-", "-"
-		if in, ok := ts.Owner(); ok {
-			owner, state, lag = in.Name, stateText(in.State, now), lagText(in.State)
-			pos = positionText(in.State.Position)
-		} else if ts.LastCommit != nil {
-			pos = positionText(ts.LastCommit.Position())
+		v := snap.TaskView(ts)
+		owner := v.Owner
+		if owner == "" {
+			owner = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", ts.Name, standby, desired, owner, state, pos, lag, len(ts.Instances))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", ts.Name, standby, desired, owner, v.State, positionText(v.Position), v.LagText(), len(ts.Instances))
 	}
 	tw.Flush()
 }
 
 // writeTaskShow prints a task in detail.
-func writeTaskShow(w io.Writer, ts *core.TaskStatus, now time.Time, loc *time.Location) {
+func writeTaskShow(w io.Writer, ts *core.TaskStatus, v cluster.TaskView, now time.Time, loc *time.Location) {
 	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', 0)
 	line := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s:\t%s\n", k, fmt.Sprintf(format, args...)) }
 	line("task", "%s", ts.Name)
+	if v.Error != "" {
+		line("state", "%s: %s", v.State, v.Error)
+	} else {
+		line("state", "%s", v.State)
+	}
+	line("lag", "%s", v.LagText())
 	if sp := ts.Spec; sp != nil {
 		line("desired", "%s", sp.State)
 		line("standby", "%s", standbyText(sp))

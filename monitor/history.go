@@ -6,7 +6,6 @@ import (
 
 	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/core"
-	"github.com/shepherd-dev/shepherd/replication"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -43,9 +42,14 @@ type TaskHistory struct {
 }
 
 // PosSample is the source's position at a time.
-type PosSample struct {
-	At  time.Time     `json:"at"`
-	Pos core.Position `json:"pos"`
+type PosSample = cluster.PosSample
+
+// samples are the task's source samples; none for a nil history.
+func (th *TaskHistory) samples() []PosSample {
+	if th == nil {
+		return nil
+	}
+	return th.Samples
 }
 
 // Observe returns the history updated with a snapshot and the source
@@ -115,30 +119,3 @@ func Observe(h History, snap *cluster.Snapshot, sources map[string]SourceReading
 }
 
 func runID(r scheduler.RunInfo) string { return r.Job + "/" + r.RunKey }
-
-// lag is how far behind the source a task is: zero when its position has
-// the source's current one (an idle source is never late, however old its
-// last event), else the time since the source was last sampled at a
-// position the task has reached — everything written since may be
-// missing (it moved after that sample). With no such sample remembered it is at least the age of the
-// oldest sample, and at least what the task itself reports (reported).
-// known is false when the positions cannot be compared.
-func (th *TaskHistory) lag(task core.Position, reported time.Duration, now time.Time) (lag time.Duration, known bool) {
-	if th == nil || len(th.Samples) == 0 {
-		return 0, false
-	}
-	cur := th.Samples[len(th.Samples)-1]
-	c, ok := replication.CompareFilePositions(task, cur.Pos)
-	if !ok {
-		return 0, false
-	}
-	if c >= 0 {
-		return 0, true
-	}
-	for i := len(th.Samples) - 2; i >= 0; i-- {
-		if c, ok := replication.CompareFilePositions(task, th.Samples[i].Pos); ok && c >= 0 {
-			return now.Sub(th.Samples[i].At), true
-		}
-	}
-	return max(now.Sub(th.Samples[0].At), reported), true
-}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/replication"
 	"github.com/shepherd-dev/shepherd/scheduler"
@@ -75,10 +76,8 @@ func (x *metrics) observe(in *Input, findings []Finding, alerts map[string]*Aler
 				ev.ahead[ts.Name] = ok && c < 0
 			}
 		}
-		if pos, reported, ok := taskPosition(ts); ok {
-			if lag, known := in.History.Tasks[ts.Name].lag(pos, reported, in.Now); known {
-				ev.lag[ts.Name] = lag.Seconds()
-			}
+		if v := cluster.ViewTask(ts, in.History.Tasks[ts.Name].samples(), in.Now); v.LagKnown && !v.Position.IsZero() && v.State != cluster.TaskStopped {
+			ev.lag[ts.Name] = v.Lag.Seconds()
 		}
 	}
 	for _, js := range in.Snap.Jobs {

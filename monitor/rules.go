@@ -282,33 +282,15 @@ func taskNoStandby(in *Input, _ *Thresholds) []Finding {
 	return out
 }
 
-// taskPosition is the furthest position the task is known to have
-// committed: lastCommit, or its running owner's report if further.
-func taskPosition(ts core.TaskStatus) (pos core.Position, reported time.Duration, ok bool) {
-	if ts.LastCommit != nil {
-		pos, ok = ts.LastCommit.Position(), true
-	}
-	if o, has := ts.Owner(); has && o.State.State == core.StateRunning && !o.State.Position.IsZero() {
-		reported = time.Duration(o.State.LagSeconds * float64(time.Second))
-		if c, cmpOK := replication.CompareFilePositions(o.State.Position, pos); !ok || (cmpOK && c > 0) {
-			pos, ok = o.State.Position, true
-		}
-	}
-	return pos, reported, ok
-}
-
 func replicationLag(in *Input, th *Thresholds) []Finding {
 	var out []Finding
 	for _, ts := range in.Snap.Tasks {
 		if !desiredRunning(ts) {
 			continue
 		}
-		pos, reported, ok := taskPosition(ts)
-		if !ok {
-			continue
-		}
-		lag, known := in.History.Tasks[ts.Name].lag(pos, reported, in.Now)
-		if !known {
+		v := cluster.ViewTask(ts, in.History.Tasks[ts.Name].samples(), in.Now)
+		pos, lag := v.Position, v.Lag
+		if !v.LagKnown || pos.IsZero() {
 			continue
 		}
 		sev := Severity("")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 )
 
@@ -21,9 +22,9 @@ func Subtrees() []recipe.Subtree { return []recipe.Subtree{{Path: Root}} }
 
 // The monitor's subtree.
 const (
-	Root         = "/shepherd/monitor"
+	Root         = cluster.MonitorRoot
 	ElectionPath = Root + "/election"
-	StatePath    = Root + "/state"
+	StatePath    = cluster.MonitorStatePath
 	SilencesPath = Root + "/silences"
 	// StandbyPath is the MonitorStandbyOnly alert a standby raised: its
 	// creation decides which standby sends it; the next active monitor

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/collector"
@@ -161,6 +162,9 @@ func ifMatch(r *http.Request) (int32, error) {
 type taskView struct {
 	core.TaskStatus
 	Version int32 `json:"specVersion"`
+	// View is what the task is doing (cluster.ViewTask), as ctl and the
+	// monitor see it.
+	View cluster.TaskView `json:"view"`
 }
 
 // readTask is a task as the API shows it: its spec and the spec node's
@@ -187,7 +191,11 @@ func (s *Server) readTask(ctx context.Context, name string) (taskView, error) {
 	if specErr != nil {
 		ts.SpecError = specErr.Error()
 	}
-	return taskView{TaskStatus: redactStatus(ts), Version: version}, nil
+	samples := map[string][]cluster.PosSample{}
+	if serr == nil {
+		samples = snap.SourceSamples
+	}
+	return taskView{TaskStatus: redactStatus(ts), Version: version, View: cluster.ViewTask(ts, samples[name], time.Now())}, nil
 }
 
 func (s *Server) apiTask(w http.ResponseWriter, r *http.Request, p principal) error {

@@ -204,7 +204,7 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	// Stop, with the confirmation.
 	b.acceptConfirm()
 	b.run("stop", chromedp.Click(chromedp.CSS("#action-stop")))
-	b.waitText("#task-state", "PAUSED")
+	b.waitText("#task-state", "STOPPED")
 	b.checkConfirmed("Stop task orders?")
 
 	// Run a job now and see its result arrive.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/core"
 )
 
@@ -21,13 +22,16 @@ type live struct {
 }
 
 type liveTask struct {
-	Name     string  `json:"name"`
-	Desired  string  `json:"desired"`
-	State    string  `json:"state"` // the owner's, or NONE
-	Owner    string  `json:"owner"`
-	Position string  `json:"position"`
-	Lag      float64 `json:"lag"`
-	Error    string  `json:"error,omitempty"`
+	Name     string `json:"name"`
+	Desired  string `json:"desired"`
+	State    string `json:"state"` // cluster.ViewTask's
+	Owner    string `json:"owner"`
+	Position string `json:"position"`
+	// Lag is for people ("1m30s", "unknown", "-"); LagSeconds is null
+	// when unknown.
+	Lag        string   `json:"lag"`
+	LagSeconds *float64 `json:"lagSeconds"`
+	Error      string   `json:"error,omitempty"`
 }
 
 type liveJob struct {
@@ -44,27 +48,26 @@ type liveCollector struct {
 	Lines int64  `json:"lines"`
 }
 
-// taskSummary is the one reading of a task's state the API's events and
-// the pages share.
-func taskSummary(ts core.TaskStatus) liveTask {
-	lt := liveTask{Name: ts.Name, State: "NONE", Error: ts.SpecError}
+// taskSummary is a task as the API's events and the pages show it:
+// cluster.ViewTask's reading, against snap's samples of its source (snap
+// may be nil: lag then only from the owner's own report).
+func taskSummary(snap *Snapshot, ts core.TaskStatus) liveTask {
+	var v cluster.TaskView
+	if snap != nil {
+		v = snap.TaskView(ts)
+	} else {
+		v = cluster.ViewTask(ts, nil, time.Now())
+	}
+	lt := liveTask{Name: ts.Name, State: v.State, Owner: v.Owner, Lag: v.LagText(), Error: v.Error}
 	if ts.Spec != nil {
 		lt.Desired = ts.Spec.State
 	}
-	if o, ok := ts.Owner(); ok {
-		lt.State, lt.Owner, lt.Lag = o.State.State, o.Name, o.State.LagSeconds
-		if o.State.State == "" {
-			lt.State = "UNKNOWN"
-		}
-		if !o.State.Position.IsZero() {
-			lt.Position = o.State.Position.String()
-		}
-		if o.State.Error != "" {
-			lt.Error = o.State.Error
-		}
+	if !v.Position.IsZero() {
+		lt.Position = v.Position.String()
 	}
-	if lt.Position == "" && ts.LastCommit != nil {
-		lt.Position = ts.LastCommit.Position().String()
+	if v.LagKnown && v.State != cluster.TaskStopped {
+		secs := v.Lag.Seconds()
+		lt.LagSeconds = &secs
 	}
 	return lt
 }
@@ -81,7 +84,7 @@ func summarize(snap *Snapshot) live {
 	l := live{ReadAt: snap.ReadAt, Errors: snap.Errors,
 		Tasks: make([]liveTask, len(snap.Tasks)), Jobs: make([]liveJob, len(snap.Jobs)), Collectors: make([]liveCollector, len(snap.Collectors))}
 	for i, ts := range snap.Tasks {
-		l.Tasks[i] = taskSummary(ts)
+		l.Tasks[i] = taskSummary(snap, ts)
 	}
 	for i, j := range snap.Jobs {
 		l.Jobs[i] = jobSummary(j)

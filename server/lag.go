@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/shepherd-dev/shepherd/cluster"
 	"strings"
 	"sync"
 	"time"
@@ -44,9 +45,9 @@ func (h *lagHistory) add(snap *Snapshot) {
 	h.last = snap.ReadAt
 	next := make(map[string][]lagSample, len(snap.Tasks))
 	for _, ts := range snap.Tasks {
-		lag := -1.0
-		if o, ok := ts.Owner(); ok && o.State.State == "RUNNING" {
-			lag = o.State.LagSeconds
+		lag := -1.0 // no lag known: drawn as the bottom line
+		if v := snap.TaskView(ts); v.LagKnown && v.State != cluster.TaskStopped {
+			lag = v.Lag.Seconds()
 		}
 		s := append(h.tasks[ts.Name], lagSample{At: snap.ReadAt, Lag: lag})
 		if len(s) > lagKeep {

@@ -18,7 +18,7 @@ func TestLagHistorySamplesAndBounds(t *testing.T) {
 	snap := func(at time.Time, lag float64, names ...string) *Snapshot {
 		s := &Snapshot{ReadAt: at}
 		for _, n := range names {
-			s.Tasks = append(s.Tasks, core.TaskStatus{Name: n, Instances: []core.Instance{{Name: "c-0000000001", State: core.InstanceState{State: "RUNNING", LagSeconds: lag}}}})
+			s.Tasks = append(s.Tasks, core.TaskStatus{Name: n, Spec: &core.Spec{Name: n, State: core.DesiredRunning}, Instances: []core.Instance{{Name: "c-0000000001", State: core.InstanceState{State: "RUNNING", LagSeconds: lag}}}})
 		}
 		return s
 	}

@@ -193,7 +193,7 @@ func TestEventsStreamSendsNewSnapshots(t *testing.T) {
 	}
 	c.addOrders()
 	c.refresh()
-	if l := next(); len(l.Tasks) != 1 || l.Tasks[0].Name != "orders" || l.Tasks[0].Desired != "running" || l.Tasks[0].State != "NONE" {
+	if l := next(); len(l.Tasks) != 1 || l.Tasks[0].Name != "orders" || l.Tasks[0].Desired != "running" || l.Tasks[0].State != "NOT RUNNING" {
 		t.Fatalf("event after a task was added: %+v", l)
 	}
 }

@@ -182,7 +182,7 @@ func (s *Server) uiRoutes() {
 		d.Title = "Tasks"
 		rows := make([]taskRow, len(d.Snap.Tasks))
 		for i, ts := range d.Snap.Tasks {
-			rows[i] = taskRow{liveTask: taskSummary(ts)}
+			rows[i] = taskRow{liveTask: taskSummary(d.Snap, ts)}
 			if ts.Spec != nil {
 				rows[i].Standby = ts.Spec.Standby.Mode
 			}
@@ -196,7 +196,8 @@ func (s *Server) uiRoutes() {
 			return err
 		}
 		d.Title = "Task " + tv.Name
-		page := taskPage{View: tv, Summary: taskSummary(tv.TaskStatus), Spec: tv.Spec, Lag: s.lags.chart(tv.Name)}
+		snap, _ := s.snapshot()
+		page := taskPage{View: tv, Summary: taskSummary(snap, tv.TaskStatus), Spec: tv.Spec, Lag: s.lags.chart(tv.Name)}
 		page.sourceCandidates()
 		d.Data = page
 		return nil

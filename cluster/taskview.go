@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/replication"
+)
+
+// What a replication task is doing, as every view shows it (ViewTask).
+const (
+	// TaskRunning: an instance applies, with no failure.
+	TaskRunning = "RUNNING"
+	// TaskRetrying: the RUNNING instance is retrying a failure that may
+	// pass (a server unreachable); TaskView.Error says which.
+	TaskRetrying = "RETRYING"
+	// TaskFailed: the owner stopped on a failure retrying would not fix,
+	// or lastCommit records one.
+	TaskFailed = "FAILED"
+	// TaskStopped: the desired state is stopped.
+	TaskStopped = "STOPPED"
+	// TaskNotRunning: the desired state is running, but no instance
+	// applies: no core serves the task, or only standbys.
+	TaskNotRunning = "NOT RUNNING"
+	// TaskInvalid: the spec cannot be read.
+	TaskInvalid = "INVALID"
+)
+
+// TaskView is a task's state, position, lag and throughput, derived one
+// way (ViewTask) for ctl, the console and the monitor, so that they never
+// disagree in front of a user.
+type TaskView struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	// Owner is the instance that owns the task, if any.
+	Owner string `json:"owner,omitempty"`
+	// Error is why the task is FAILED, RETRYING or INVALID.
+	Error string `json:"error,omitempty"`
+	// Position is the furthest position the task is known to have
+	// committed: lastCommit, or its running owner's report if further.
+	Position core.Position `json:"position"`
+	// Lag is how far the target is behind the source's binlog end; it is
+	// only meaningful when LagKnown.
+	Lag      time.Duration `json:"lag"`
+	LagKnown bool          `json:"lagKnown"`
+	// RowsPerSecond is the owner's apply rate; 0 unless RUNNING.
+	RowsPerSecond float64 `json:"rowsPerSecond"`
+}
+
+// PosSample is the source's position at a time, as the active monitor
+// samples it at every evaluation.
+type PosSample struct {
+	At  time.Time     `json:"at"`
+	Pos core.Position `json:"pos"`
+}
+
+// ViewTask derives what task ts is doing at now. samples are the
+// monitor's readings of the task's source, oldest first (nil when there
+// are none): with them the lag is measured against the source's binlog
+// end, so it grows while the target is down or no core runs the task;
+// without them only a RUNNING owner's own report (the age of the last
+// event it applied) is known.
+func ViewTask(ts core.TaskStatus, samples []PosSample, now time.Time) TaskView {
+	v := TaskView{Name: ts.Name}
+	v.Position, v.State = taskPosition(ts), TaskNotRunning
+	owner, hasOwner := ts.Owner()
+	if hasOwner {
+		v.Owner = owner.Name
+	}
+	reported := time.Duration(-1)
+	switch {
+	case ts.Spec == nil:
+		v.State, v.Error = TaskInvalid, ts.SpecError
+	case hasOwner && owner.State.State == core.StateFailed:
+		v.State, v.Error = TaskFailed, owner.State.Error
+	case ts.LastCommit != nil && ts.LastCommit.Failure != nil && !(hasOwner && owner.State.State == core.StateRunning && owner.State.Error == ""):
+		v.State, v.Error = TaskFailed, ts.LastCommit.Failure.Error
+	case ts.Spec.State == core.DesiredStopped:
+		v.State = TaskStopped
+	case hasOwner && owner.State.State == core.StateRunning && owner.State.Error != "":
+		v.State, v.Error = TaskRetrying, owner.State.Error
+	case hasOwner && owner.State.State == core.StateRunning:
+		v.State, v.RowsPerSecond = TaskRunning, owner.State.RowsPerSecond
+		reported = time.Duration(owner.State.LagSeconds * float64(time.Second))
+	}
+	if ts.Spec != nil && ts.Spec.State == core.DesiredStopped {
+		return v // a stopped task is not late: nobody wants it to move
+	}
+	if lag, ok := Lag(samples, v.Position, max(reported, 0), now); ok && !v.Position.IsZero() {
+		v.Lag, v.LagKnown = lag, true
+	} else if reported >= 0 {
+		v.Lag, v.LagKnown = reported, true
+	}
+	return v
+}
+
+// taskPosition is the furthest position the task is known to have
+// committed: lastCommit, or its running owner's report if further.
+func taskPosition(ts core.TaskStatus) core.Position {
+	var pos core.Position
+	if ts.LastCommit != nil {
+		pos = ts.LastCommit.Position()
+	}
+	if o, ok := ts.Owner(); ok && o.State.State == core.StateRunning && !o.State.Position.IsZero() {
+		if c, cmpOK := replication.CompareFilePositions(o.State.Position, pos); pos.IsZero() || (cmpOK && c > 0) {
+			pos = o.State.Position
+		}
+	}
+	return pos
+}
+
+// Lag is how far behind the source a task at position task is, from the
+// source's sampled positions (oldest first): zero when the task has the
+// source's current position (an idle source is never late, however old
+// its last event), else the time since the source was last sampled at a
+// position the task has reached — everything written since may be
+// missing. With no such sample remembered it is at least the age of the
+// oldest sample, and at least what the task itself reports (reported).
+// known is false without samples, or when the positions cannot be
+// compared (another server's binlog).
+func Lag(samples []PosSample, task core.Position, reported time.Duration, now time.Time) (lag time.Duration, known bool) {
+	if len(samples) == 0 {
+		return 0, false
+	}
+	cur := samples[len(samples)-1]
+	c, ok := replication.CompareFilePositions(task, cur.Pos)
+	if !ok {
+		return 0, false
+	}
+	if c >= 0 {
+		return 0, true
+	}
+	for i := len(samples) - 2; i >= 0; i-- {
+		if c, ok := replication.CompareFilePositions(task, samples[i].Pos); ok && c >= 0 {
+			return now.Sub(samples[i].At), true
+		}
+	}
+	return max(now.Sub(samples[0].At), reported), true
+}
+
+// LagText renders the lag for people: "0s", "1m30s", "unknown".
+func (v TaskView) LagText() string {
+	switch {
+	case v.State == TaskStopped:
+		return "-"
+	case !v.LagKnown:
+		return "unknown"
+	case v.Lag < time.Second:
+		return v.Lag.Round(10 * time.Millisecond).String()
+	case v.Lag < time.Minute:
+		return v.Lag.Round(100 * time.Millisecond).String()
+	}
+	return v.Lag.Round(time.Second).String()
+}
