@@ -48,10 +48,13 @@ type TaskView struct {
 }
 
 // PosSample is the source's position at a time, as the active monitor
-// samples it at every evaluation.
+// samples it at every evaluation. A run of samples at one position is
+// kept as one: At is the last time the source was seen there, Since the
+// first.
 type PosSample struct {
-	At  time.Time     `json:"at"`
-	Pos core.Position `json:"pos"`
+	At    time.Time     `json:"at"`
+	Since time.Time     `json:"since,omitzero"`
+	Pos   core.Position `json:"pos"`
 }
 
 // ViewTask derives what task ts is doing at now. samples are the
@@ -114,8 +117,9 @@ func taskPosition(ts core.TaskStatus) core.Position {
 // source's current position (an idle source is never late, however old
 // its last event), else the time since the source was last sampled at a
 // position the task has reached — everything written since may be
-// missing. With no such sample remembered it is at least the age of the
-// oldest sample, and at least what the task itself reports (reported).
+// missing. With no such sample remembered it is at least the time since
+// the source was first seen at the oldest sample's position, and at least
+// what the task itself reports (reported).
 // known is false without samples, or when the positions cannot be
 // compared (another server's binlog).
 func Lag(samples []PosSample, task core.Position, reported time.Duration, now time.Time) (lag time.Duration, known bool) {
@@ -135,7 +139,11 @@ func Lag(samples []PosSample, task core.Position, reported time.Duration, now ti
 			return now.Sub(samples[i].At), true
 		}
 	}
-	return max(now.Sub(samples[0].At), reported), true
+	first := samples[0].Since
+	if first.IsZero() { // a sample of a monitor from before Since
+		first = samples[0].At
+	}
+	return max(now.Sub(first), reported), true
 }
 
 // LagText renders the lag for people: "0s", "1m30s", "unknown".

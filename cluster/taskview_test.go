@@ -47,6 +47,8 @@ func TestViewTaskUnderFaults(t *testing.T) {
 		{"no core at all", task(core.DesiredRunning, pos(900), nil, 0), nil, TaskNotRunning, "unknown"},
 		{"stopped", task(core.DesiredStopped, pos(900), &core.InstanceState{State: core.StatePaused}, 0), moved, TaskStopped, "-"},
 		{"failed", task(core.DesiredRunning, pos(900), &core.InstanceState{State: core.StateFailed, Error: "duplicate key"}, 0), moved, TaskFailed, "1m30s"},
+		{"core killed before the monitor saw the source at the task's position", task(core.DesiredRunning, pos(900), nil, 1),
+			[]PosSample{{At: now.Add(-time.Second), Since: now.Add(-2 * time.Minute), Pos: pos(3900)}}, TaskNotRunning, "2m0s"},
 		{"spec unreadable", core.TaskStatus{Name: "t", SpecError: "bad json"}, nil, TaskInvalid, "unknown"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

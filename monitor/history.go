@@ -82,7 +82,7 @@ func Observe(h History, snap *cluster.Snapshot, sources map[string]SourceReading
 			if n > 0 && th.Samples[n-1].Pos == cur {
 				th.Samples[n-1].At = now
 			} else {
-				th.Samples = append(th.Samples, PosSample{At: now, Pos: cur})
+				th.Samples = append(th.Samples, PosSample{At: now, Since: now, Pos: cur})
 			}
 			if len(th.Samples) > maxSamples {
 				th.Samples = th.Samples[len(th.Samples)-maxSamples:]
