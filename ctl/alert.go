@@ -30,7 +30,7 @@ func (r *runner) alertCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.DurationFlag{Name: "for", Value: 2 * time.Hour, Usage: "how long the silence lasts"},
 					&cli.StringFlag{Name: "comment", Usage: "why (shown by alert list)"},
-					&cli.StringFlag{Name: "id", Usage: "the silence's name (default s-<time>)"},
+					&cli.StringFlag{Name: "id", Usage: "the silence's name (default s-<time>-<random>)"},
 				},
 				Action: r.alertSilence,
 			},
@@ -136,7 +136,7 @@ func (r *runner) alertSilence(c *cli.Context) error {
 	sl := monitor.Silence{ID: c.String("id"), Matchers: map[string]string{}, Comment: c.String("comment"),
 		EndsAt: time.Now().Add(c.Duration("for")).UTC(), By: s.Identity()}
 	if sl.ID == "" {
-		sl.ID = "s-" + time.Now().UTC().Format("20060102T150405")
+		sl.ID = monitor.NewSilenceID(time.Now())
 	}
 	for _, a := range args {
 		k, v, ok := strings.Cut(a, "=")
