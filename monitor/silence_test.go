@@ -70,3 +70,13 @@ func TestSilencedBy(t *testing.T) {
 		t.Fatalf("silenced after the silence ended, by %+v", sl)
 	}
 }
+
+// TestFormatLabels: sorted by name, one string for ctl and the console.
+func TestFormatLabels(t *testing.T) {
+	if got := FormatLabels(map[string]string{"task": "orders", "rule": "TaskFailed"}); got != "rule=TaskFailed,task=orders" {
+		t.Fatalf("got %q", got)
+	}
+	if got := FormatLabels(nil); got != "" {
+		t.Fatalf("no labels: got %q", got)
+	}
+}
