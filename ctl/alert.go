@@ -30,7 +30,7 @@ func (r *runner) alertCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.DurationFlag{Name: "for", Value: 2 * time.Hour, Usage: "how long the silence lasts"},
 					&cli.StringFlag{Name: "comment", Usage: "why (shown by alert list)"},
-					&cli.StringFlag{Name: "id", Usage: "the silence's name (default s-<time>)"},
+					&cli.StringFlag{Name: "id", Usage: "the silence's name (default s-<time>-<random>)"},
 				},
 				Action: r.alertSilence,
 			},
@@ -97,11 +97,11 @@ func writeAlerts(w io.Writer, st monitor.State, sils []monitor.Silence) error {
 		if a.Silenced {
 			state += " (silenced)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Rule, a.Severity, labelList(a.Labels), state, a.Since.UTC().Format(time.RFC3339), a.Summary)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Rule, a.Severity, monitor.FormatLabels(a.Labels), state, a.Since.UTC().Format(time.RFC3339), a.Summary)
 	}
 	fmt.Fprintln(tw, "\nSILENCE\tMATCHES\tUNTIL\tCOMMENT")
 	for _, sl := range sils {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sl.ID, labelList(sl.Matchers), sl.EndsAt.UTC().Format(time.RFC3339), sl.Comment)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sl.ID, monitor.FormatLabels(sl.Matchers), sl.EndsAt.UTC().Format(time.RFC3339), sl.Comment)
 	}
 	if n := len(st.Events); n > 0 {
 		fmt.Fprintln(tw, "\nNOTIFIED\tSTATUS\tRULE\tLABELS")
@@ -110,19 +110,10 @@ func writeAlerts(w io.Writer, st monitor.State, sils []monitor.Silence) error {
 			if !e.EndsAt.IsZero() {
 				at = e.EndsAt
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at.UTC().Format(time.RFC3339), e.Status, e.Rule, labelList(e.Labels))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at.UTC().Format(time.RFC3339), e.Status, e.Rule, monitor.FormatLabels(e.Labels))
 		}
 	}
 	return tw.Flush()
-}
-
-func labelList(l map[string]string) string {
-	var parts []string
-	for k, v := range l {
-		parts = append(parts, k+"="+v)
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ",")
 }
 
 func (r *runner) alertSilence(c *cli.Context) error {
@@ -136,7 +127,7 @@ func (r *runner) alertSilence(c *cli.Context) error {
 	sl := monitor.Silence{ID: c.String("id"), Matchers: map[string]string{}, Comment: c.String("comment"),
 		EndsAt: time.Now().Add(c.Duration("for")).UTC(), By: s.Identity()}
 	if sl.ID == "" {
-		sl.ID = "s-" + time.Now().UTC().Format("20060102T150405")
+		sl.ID = monitor.NewSilenceID(time.Now())
 	}
 	for _, a := range args {
 		k, v, ok := strings.Cut(a, "=")

@@ -2,6 +2,9 @@ package monitor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -111,4 +114,14 @@ func (a *Alert) notification(status string, now time.Time) Notification {
 	}
 	n.ID = fmt.Sprintf("%s@%s:%s", a.Key(), at.UTC().Format(time.RFC3339Nano), status)
 	return n
+}
+
+// FormatLabels writes labels (or a silence's matchers) as
+// "k=v,k=v", sorted by name: how ctl and the console show them.
+func FormatLabels(l map[string]string) string {
+	parts := make([]string, 0, len(l))
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
 }

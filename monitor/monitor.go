@@ -218,7 +218,8 @@ func (m *Monitor) evaluate(ctx context.Context, termNode string) error {
 		m.log.Warn("monitor: silence refused", "silence", id, "reason", why)
 	}
 	silenced := func(f Finding) bool {
-		return slices.ContainsFunc(silences, func(sl Silence) bool { return sl.Matches(f, now) })
+		_, ok := SilencedBy(silences, f, now)
+		return ok
 	}
 	alerts, notes := Step(st.Alerts, findings, m.holds, m.cfg.RepeatInterval, silenced, now)
 	standby, standbyVersion := m.standbyAlert(ctx)

@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -205,17 +207,52 @@ func (sl Silence) Matches(f Finding, now time.Time) bool {
 	return true
 }
 
+// SilencedBy returns the first of sils that covers f at now.
+func SilencedBy(sils []Silence, f Finding, now time.Time) (Silence, bool) {
+	i := slices.IndexFunc(sils, func(sl Silence) bool { return sl.Matches(f, now) })
+	if i < 0 {
+		return Silence{}, false
+	}
+	return sils[i], true
+}
+
+// Errors of the silence functions.
+var (
+	// ErrInvalidSilence: a silence id or silence that cannot be stored.
+	ErrInvalidSilence = errors.New("monitor: invalid silence")
+	// ErrNoSilence: no silence of that id.
+	ErrNoSilence = errors.New("monitor: no such silence")
+)
+
 var silenceIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// NewSilenceID returns a fresh silence id made at now, s-<UTC
+// time>-<random>: two made in the same second (two operators) do not
+// replace each other.
+func NewSilenceID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return "s-" + now.UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// checkSilenceID refuses an id that is not one node name under
+// SilencesPath.
+func checkSilenceID(id string) error {
+	if !silenceIDRe.MatchString(id) {
+		return fmt.Errorf("%w: id %q: letters, digits, '.', '_', '-', at most 64", ErrInvalidSilence, id)
+	}
+	return nil
+}
 
 // AddSilence stores a silence under SilencesPath/<id>, with the session's
 // ACL. A monitor honours it only if no session without that identity
 // could have written it (Session.CheckTrusted).
 func AddSilence(ctx context.Context, s *recipe.Session, sl Silence) error {
-	if !silenceIDRe.MatchString(sl.ID) {
-		return fmt.Errorf("monitor: silence id %q: letters, digits, '.', '_', '-', at most 64", sl.ID)
+	if err := checkSilenceID(sl.ID); err != nil {
+		return err
 	}
 	if len(sl.Matchers) == 0 {
-		return fmt.Errorf("monitor: silence %s matches nothing: give rule=NAME and/or labels (task=t)", sl.ID)
+		return fmt.Errorf("%w: %s matches nothing: give rule=NAME and/or labels (task=t)", ErrInvalidSilence, sl.ID)
 	}
 	sl.Version = stateVersion
 	data, err := json.Marshal(sl)
@@ -234,11 +271,15 @@ func AddSilence(ctx context.Context, s *recipe.Session, sl Silence) error {
 	})
 }
 
-// RemoveSilence deletes a silence.
+// RemoveSilence deletes a silence. An id that is not a silence's name
+// ("../state") is refused before anything is deleted.
 func RemoveSilence(ctx context.Context, s *recipe.Session, id string) error {
+	if err := checkSilenceID(id); err != nil {
+		return err
+	}
 	err := s.Retry(ctx, func() error { return s.Delete(ctx, path.Join(SilencesPath, id), -1) })
 	if errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("monitor: no silence %q: shepherd ctl alert list shows the silences and their ids", id)
+		return fmt.Errorf("%w: %q: shepherd ctl alert list shows the silences and their ids", ErrNoSilence, id)
 	}
 	return err
 }

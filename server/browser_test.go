@@ -20,6 +20,7 @@ import (
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
+	"github.com/shepherd-dev/shepherd/monitor"
 	"github.com/shepherd-dev/shepherd/scheduler"
 	"github.com/shepherd-dev/shepherd/server/auth"
 )
@@ -388,4 +389,125 @@ func runInBackground(t *testing.T, ctx context.Context, what string, fn func(con
 		cancel()
 		<-done
 	})
+}
+
+// TestBrowserAlerts drives chromium through an alert's life in the
+// console: a real monitor (its own election, state machine and state in
+// the tree) fires TaskFailed for task orders while an operator has the
+// task page open, and the banner appears without a reload; the task
+// page and the alerts page show the alert; the operator silences it from
+// the alerts page (the banner goes), finds the silence in the audit log,
+// removes it (the banner is back); the task recovers, the banner goes
+// by itself on another page and the alert is in the resolved history.
+func TestBrowserAlerts(t *testing.T) {
+	_, err := os.Stat(chromiumPath)
+	testpeer.Require(t, "chromium", err == nil, fmt.Sprint(err))
+	tg := targets[0]
+	tg.Require(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	connect := tg.Chroot(t, "browser-alerts")
+	s := dial(t, connect, coordtest.Auth)
+	log := slog.New(slog.DiscardHandler)
+	if err := auth.NewStore(s, auth.Options{BcryptCost: bcrypt.MinCost}).AddUser(ctx, "olga", auth.Operator, []byte(testPassword), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := core.NewAdmin(s, "").AddTask(ctx, mustSpec(t, specJSON), false); err != nil {
+		t.Fatal(err)
+	}
+	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{}), 300*time.Millisecond, log)
+	runInBackground(t, ctx, "poller", poller.Run)
+	srv, err := New(Config{}, Deps{Session: s, Feed: poller, Logger: log, BcryptCost: bcrypt.MinCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	shots := os.Getenv(screenshotsEnv)
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	b := newBrowser(t, ctx, hs.URL, shots)
+	b.login("olga")
+	b.run("open the task", chromedp.Navigate(hs.URL+"/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#task-alerts")))
+	if visible := browserValue(b, "banner before", chromedp.Evaluate[bool](`!document.getElementById("alert-banner").hidden`)); visible {
+		t.Fatal("a banner before any alert")
+	}
+	browserValue(b, "mark the page", chromedp.Evaluate[bool](`window.__notReloaded = true`))
+
+	// The monitor sees the task's instance FAILED (its own feed: no core
+	// runs here) and fires TaskFailed, critical, at once.
+	failed := &Snapshot{ReadAt: time.Now(), Tasks: []core.TaskStatus{{Name: "orders",
+		Instances: []core.Instance{{Name: "core1", State: core.InstanceState{State: core.StateFailed, Error: "target refused the row: duplicate key"}}}}}}
+	monitorFeed := cluster.NewFixed(failed)
+	cfg := monitor.DefaultConfig()
+	cfg.Name, cfg.Interval = "monitor-1", 200*time.Millisecond
+	m, err := monitor.New(cfg, monitor.Deps{Session: dial(t, connect, coordtest.Auth), Feed: monitorFeed, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runInBackground(t, ctx, "monitor", m.Run)
+
+	const banner = "1 critical alert firing: TaskFailed task=orders"
+	b.waitContains("#alert-banner", banner)
+	b.run("see the banner", chromedp.WaitVisible(chromedp.CSS("#alert-banner")))
+	if !browserValue(b, "check no reload", chromedp.Evaluate[bool](`window.__notReloaded === true`)) {
+		t.Fatal("the page was reloaded to show the banner")
+	}
+	b.run("reload the task", chromedp.Navigate(hs.URL+"/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#task-alerts")))
+	b.waitContains("#task-alerts", "task orders instance core1 is FAILED: target refused the row: duplicate key")
+	b.shot("task-alert")
+
+	b.run("follow the banner", chromedp.Click(chromedp.CSS("#alert-banner a")), chromedp.WaitVisible(chromedp.CSS("#alerts")))
+	page := browserValue(b, "read the alerts", chromedp.Text(chromedp.CSS("#alerts")))
+	for _, want := range []string{"critical", "firing", "TaskFailed", "task=orders", "shepherd ctl task start orders", "ago"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the alerts page lacks %q:\n%s", want, page)
+		}
+	}
+	b.waitContains("#monitor-status", "monitor-1")
+	b.shot("alerts")
+
+	// Silence it from the page: the banner goes.
+	b.run("silence it",
+		chromedp.SetValue(chromedp.CSS("#alerts form.silence-form input[name=for]"), "1h"),
+		chromedp.SetValue(chromedp.CSS("#alerts form.silence-form input[name=comment]"), "replaying the batch by hand"),
+		chromedp.Click(chromedp.CSS("#alerts form.silence-form button")))
+	b.waitContains("#silences", "replaying the batch by hand")
+	b.waitContains("#silences", "console olga")
+	b.waitContains("#alerts", "silenced by s-")
+	b.run("no banner while silenced", chromedp.WaitNotVisible(chromedp.CSS("#alert-banner")))
+	b.shot("alerts-silenced")
+	b.run("open the audit log", chromedp.Navigate(hs.URL+"/audit"), chromedp.WaitVisible(chromedp.CSS("#audit")))
+	b.waitContains("#audit", "alert.silence")
+
+	// Remove the silence: the banner is back.
+	b.run("back to the alerts", chromedp.Navigate(hs.URL+"/alerts"), chromedp.WaitVisible(chromedp.CSS("#silences")))
+	// The page reloads after the removal: the question is read before.
+	if q := browserValue(b, "read the question", chromedp.Evaluate[string](`document.querySelector("#silences button[data-method=DELETE]").dataset.confirm`)); !strings.HasPrefix(q, "Remove silence s-") {
+		t.Errorf("the removal asks %q", q)
+	}
+	b.acceptConfirm()
+	b.run("remove the silence", chromedp.Click(chromedp.CSS("#silences button[data-method=DELETE]")))
+	b.waitContains("#silences", "No silence.")
+	b.run("the banner is back", chromedp.WaitVisible(chromedp.CSS("#alert-banner")))
+	b.run("open the audit log", chromedp.Navigate(hs.URL+"/audit"), chromedp.WaitVisible(chromedp.CSS("#audit")))
+	b.waitContains("#audit", "alert.unsilence")
+
+	// The task recovers: the banner goes by itself, and the alert is
+	// history.
+	b.run("open the tasks", chromedp.Navigate(hs.URL+"/tasks"), chromedp.WaitVisible(chromedp.CSS("#alert-banner")))
+	browserValue(b, "mark the page", chromedp.Evaluate[bool](`window.__notReloaded = true`))
+	monitorFeed.Set(&Snapshot{ReadAt: time.Now(), Tasks: []core.TaskStatus{{Name: "orders"}}})
+	b.run("the banner goes", chromedp.WaitNotVisible(chromedp.CSS("#alert-banner")))
+	if !browserValue(b, "check no reload", chromedp.Evaluate[bool](`window.__notReloaded === true`)) {
+		t.Fatal("the page was reloaded to hide the banner")
+	}
+	b.run("open the alerts", chromedp.Navigate(hs.URL+"/alerts"), chromedp.WaitVisible(chromedp.CSS("#resolved")))
+	b.waitContains("#resolved", "TaskFailed")
+	b.waitContains("#alerts", "No alert is firing or pending.")
 }

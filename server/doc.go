@@ -20,5 +20,7 @@
 // (security.go).
 //
 // It never decodes a znode itself and never writes one except through
-// core.Admin, scheduler, collector, auth and audit.
+// core.Admin, scheduler, collector, monitor (its state and silences,
+// read and changed through the functions `ctl alert` calls), auth and
+// audit.
 package server

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/monitor"
 	"github.com/shepherd-dev/shepherd/scheduler"
 	"github.com/shepherd-dev/shepherd/server/auth"
 )
@@ -57,6 +58,8 @@ func classify(err error) *apiError {
 		{core.ErrNotCandidate, http.StatusBadRequest, "not_candidate"},
 		{auth.ErrNoUser, http.StatusNotFound, "not_found"},
 		{auth.ErrBadToken, http.StatusNotFound, "not_found"},
+		{monitor.ErrNoSilence, http.StatusNotFound, "not_found"},
+		{monitor.ErrInvalidSilence, http.StatusBadRequest, "invalid"},
 	} {
 		if errors.Is(err, m.target) {
 			return errorf(m.status, m.code, msg)

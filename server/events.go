@@ -19,6 +19,8 @@ type live struct {
 	Jobs       []liveJob          `json:"jobs"`
 	Collectors []liveCollector    `json:"collectors"`
 	Errors     map[Section]string `json:"errors,omitempty"`
+	// Alerts is the banner every page shows (events only).
+	Alerts *alertBanner `json:"alerts,omitempty"`
 }
 
 type liveTask struct {
@@ -95,19 +97,24 @@ func summarize(snap *Snapshot) live {
 	return l
 }
 
-// eventCache encodes each snapshot once for all streams.
+// eventCache encodes each snapshot, with the alerts read for it, once
+// for all streams.
 type eventCache struct {
-	mu   sync.Mutex
-	snap *Snapshot
-	data []byte
+	mu     sync.Mutex
+	snap   *Snapshot
+	alerts *alertBoard
+	data   []byte
 }
 
-func (c *eventCache) encode(snap *Snapshot) []byte {
+func (c *eventCache) encode(snap *Snapshot, alerts *alertBoard) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.snap != snap {
-		b, _ := json.Marshal(summarize(snap))
-		c.snap, c.data = snap, append(append([]byte("event: snapshot\ndata: "), b...), "\n\n"...)
+	if c.snap != snap || c.alerts != alerts {
+		l := summarize(snap)
+		banner := alerts.Banner()
+		l.Alerts = &banner
+		b, _ := json.Marshal(l)
+		c.snap, c.alerts, c.data = snap, alerts, append(append([]byte("event: snapshot\ndata: "), b...), "\n\n"...)
 	}
 	return c.data
 }
@@ -159,7 +166,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, p principal) 
 			if !ok {
 				return nil
 			}
-			if !send(s.events.encode(snap)) {
+			if !send(s.events.encode(snap, s.alertsFor(r.Context(), snap))) {
 				return nil
 			}
 		case <-tick.C:

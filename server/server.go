@@ -130,6 +130,7 @@ type Server struct {
 	handler http.Handler
 	metrics *metrics
 	events  eventCache
+	alerts  alertCache
 	lags    lagHistory
 	// patterns are the routes installed, for the OpenAPI test.
 	patterns []string

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/monitor"
 	"github.com/shepherd-dev/shepherd/server/audit"
 	"github.com/shepherd-dev/shepherd/server/auth"
 )
@@ -26,7 +27,7 @@ var staticFS embed.FS
 // pages are the UI's templates, each parsed with the layout.
 type pages struct{ t map[string]*template.Template }
 
-var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "collectors", "coord", "audit", "users", "znodes"}
+var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "collectors", "coord", "alerts", "audit", "users", "znodes"}
 
 // newPages parses the templates; lags feeds the collectors' rates.
 func newPages(lags *lagHistory) (*pages, error) {
@@ -47,6 +48,14 @@ func newPages(lags *lagHistory) (*pages, error) {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05Z")
 		},
+		// human is how long ago t was ("3m ago"), or how far ahead.
+		"human": func(t time.Time) string {
+			if t.IsZero() {
+				return "never"
+			}
+			return humanAgo(time.Since(t))
+		},
+		"labels": monitor.FormatLabels,
 		"dur": func(a, b time.Time) string {
 			if a.IsZero() || b.IsZero() {
 				return ""
@@ -97,7 +106,13 @@ type pageData struct {
 	Error      string
 	Next       string
 	Snap       *Snapshot
-	Data       any
+	// Alerts are the monitor's, as read for Snap; Banner is the line
+	// every page shows while a critical alert fires.
+	Alerts *alertBoard
+	Banner alertBanner
+	// Own are the firing alerts of the task or job a page shows.
+	Own  []alertView
+	Data any
 }
 
 func (p *pages) render(w http.ResponseWriter, r *http.Request, name string, d pageData) {
@@ -130,6 +145,8 @@ func (s *Server) page(pattern, name string, data func(r *http.Request, d *pageDa
 		d := pageData{Title: name, User: p.User, Role: p.Role, ReadOnly: s.cfg.ReadOnly, Snap: snap,
 			CanOperate: !s.cfg.ReadOnly && p.Role.Allows(auth.Operator),
 			CanAdmin:   !s.cfg.ReadOnly && p.Role.Allows(auth.Admin), IsAdmin: p.Role.Allows(auth.Admin)}
+		d.Alerts = s.alertsFor(r.Context(), snap)
+		d.Banner = d.Alerts.Banner()
 		if data != nil {
 			if err := data(r, &d); err != nil {
 				return err
@@ -199,7 +216,7 @@ func (s *Server) uiRoutes() {
 		snap, _ := s.snapshot()
 		page := taskPage{View: tv, Summary: taskSummary(snap, tv.TaskStatus), Spec: tv.Spec, Lag: s.lags.chart(tv.Name)}
 		page.sourceCandidates()
-		d.Data = page
+		d.Data, d.Own = page, d.Alerts.Firing("task", tv.Name)
 		return nil
 	})
 	s.page("GET /new/task", "taskform", func(r *http.Request, d *pageData) error {
@@ -237,7 +254,7 @@ func (s *Server) uiRoutes() {
 			return err
 		}
 		d.Title = "Job " + j.Name
-		d.Data = j
+		d.Data, d.Own = j, d.Alerts.Firing("job", j.Name)
 		return nil
 	})
 	s.page("GET /collectors", "collectors", func(r *http.Request, d *pageData) error {
@@ -265,6 +282,10 @@ func (s *Server) uiRoutes() {
 		v, err := s.readZnode(r)
 		d.Title, d.Data = "Znode "+v.Path, v
 		return err
+	})
+	s.page("GET /alerts", "alerts", func(r *http.Request, d *pageData) error {
+		d.Title = "Alerts"
+		return nil
 	})
 	s.page("GET /audit", "audit", func(r *http.Request, d *pageData) error {
 		stream := r.URL.Query().Get("stream")

@@ -56,6 +56,18 @@ function wireActions() {
       {position: f.get("position"), confirm: f.get("confirm")});
     flash("Position reset from " + data.before.file + ":" + data.before.pos);
   });
+  for (const form of document.querySelectorAll("form.silence-form")) {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const f = new FormData(form);
+      try {
+        await api("POST", "/api/v1/silences", {alert: form.dataset.alert, for: f.get("for"), comment: f.get("comment")});
+        window.location = "/alerts";
+      } catch (e) {
+        flash(e.message, true);
+      }
+    });
+  }
   onSubmit("user-form", async (f) => {
     await api("POST", "/api/v1/users", {name: f.get("name"), role: f.get("role"), password: f.get("password"), replace: f.get("replace") === "on"});
     window.location = "/users";
@@ -209,6 +221,17 @@ async function refreshTables() {
   }
 }
 
+// showBanner shows the critical-alert banner the server worded, or hides
+// it when there is none.
+function showBanner(a) {
+  const banner = document.getElementById("alert-banner");
+  if (!banner || !a) return;
+  const text = document.getElementById("alert-banner-text");
+  if (text.textContent !== a.text) text.textContent = a.text;
+  banner.classList.toggle("unknown", !!a.unknown);
+  banner.hidden = !a.text;
+}
+
 function liveUpdates() {
   if (document.body.dataset.live !== "on" || !window.EventSource) return;
   const status = document.getElementById("live-status");
@@ -232,6 +255,7 @@ function liveUpdates() {
       setField("collector", c.name, "alive", c.alive ? "alive" : "dead");
       setField("collector", c.name, "lines", c.lines);
     }
+    showBanner(s.alerts);
     refreshTables();
   });
 }
