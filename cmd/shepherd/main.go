@@ -47,6 +47,7 @@ func newApp() *cli.App {
 			roleCommand(serverRole()),
 			roleCommand(monitorRole()),
 			upCommand(),
+			versionCommand(),
 		},
 	}
 	wireUsage(app)

@@ -71,6 +71,13 @@ func TestUsageErrorsOfEveryCommand(t *testing.T) {
 			}
 		})
 	}
+	t.Run("version", func(t *testing.T) {
+		_, flag, _ := runBinary(t, bin, "--version")
+		code, stdout, stderr := runBinary(t, bin, "version")
+		if code != 0 || stdout != flag || stderr != "" || !strings.HasPrefix(stdout, "shepherd version ") {
+			t.Errorf("shepherd version: exit %d, stdout %q, stderr %q; want exit 0 and what --version prints, %q", code, stdout, stderr, flag)
+		}
+	})
 	t.Run("help", func(t *testing.T) {
 		for _, args := range [][]string{{"--help"}, {"help"}, {"help", "up"}, {"up", "--help"}} {
 			code, stdout, _ := runBinary(t, bin, args...)
