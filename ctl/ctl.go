@@ -21,15 +21,17 @@ import (
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/authflag"
 	"github.com/shepherd-dev/shepherd/internal/boundedfile"
+	"github.com/shepherd-dev/shepherd/internal/exitstatus"
 )
 
-// Exit statuses of Run. lock and elect also pass their command's status
-// through, and a command killed by signal N gives 128+N, as in a shell.
+// Exit statuses of Run, the whole binary's (internal/exitstatus). lock
+// and elect also pass their command's status through, and a command
+// killed by signal N gives 128+N, as in a shell.
 const (
-	ExitOK      = 0
-	ExitFailure = 1  // the server refused, the connection failed, bad input
-	ExitUsage   = 2  // wrong arguments or flags
-	ExitLost    = 75 // lock or leadership lost while the command ran (EX_TEMPFAIL: retry)
+	ExitOK      = exitstatus.OK
+	ExitFailure = exitstatus.Failure // the server refused, the connection failed, bad input
+	ExitUsage   = exitstatus.Usage   // wrong arguments, unknown flag or verb
+	ExitLost    = exitstatus.Lost    // lock or leadership lost while the command ran (EX_TEMPFAIL: retry)
 )
 
 // DefaultConnect is --zk when neither the flag nor SHEPHERD_ZK is given.
@@ -92,8 +94,8 @@ type runner struct {
 	sess *recipe.Session
 	// engine opens tasks' replicators for task reset-epoch.
 	engine core.Engine
-	// notFound is the unknown verb the user typed, reported as a usage error.
-	notFound string
+	// notFound is the usage error for an unknown verb the user typed.
+	notFound error
 }
 
 func newRunner(ctx context.Context, env Env) *runner {
@@ -117,14 +119,14 @@ func (r *runner) close() {
 	r.cancel()
 }
 
-// usageError is a mistake in the command line: exit status 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
+// usagef is a mistake in the command line: exit status 2, the message
+// and a hint naming the help of the command (filled in by wireHelp).
 func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
+	return exitstatus.Usagef(format, args...)
 }
+
+// ctlCommand is the words that run ctl, before its verbs.
+const ctlCommand = "shepherd ctl"
 
 // exitError ends the run with a given status, printing msg if not empty.
 type exitError struct {
@@ -134,50 +136,54 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
+// ExitCode makes e a cli.ExitCoder, whose status exitstatus.Of reads.
+func (e *exitError) ExitCode() int { return e.code }
+
 // report prints err as one line on stderr and returns the exit status.
 func (r *runner) report(err error) int {
-	if err == nil && r.notFound != "" {
-		err = usagef("unknown command %q: run \"shepherd ctl help\" for the list", r.notFound)
+	if err == nil {
+		err = r.notFound
 	}
 	if err == nil {
 		return ExitOK
 	}
-	code := ExitFailure
-	var ue *usageError
-	var ee *exitError
-	switch {
-	case errors.As(err, &ue):
-		code = ExitUsage
-	case errors.As(err, &ee):
-		code = ee.code
-	case r.sigs.received() != nil && errors.Is(err, context.Canceled):
-		sig := r.sigs.received()
+	code := exitstatus.Of(err)
+	if sig := r.sigs.received(); sig != nil && code == ExitFailure && errors.Is(err, context.Canceled) {
 		code = 128 + signalNumber(sig)
 		err = fmt.Errorf("interrupted by %v", sig)
 	}
-	if err.Error() != "" {
-		r.printError(err)
-	}
+	exitstatus.WithCommand(err, ctlCommand)
+	r.printError(err)
 	return code
 }
 
-// printError writes err as one line: plain, or with --json as
-// {"error": message, "code": ZooKeeper's error code if the server refused}.
+// printError writes err as one line, and a usage error's hint as a
+// second (exitstatus.Print); with --json as one document: {"error":
+// message, "code": ZooKeeper's error code if the server refused, "hint":
+// where the usage is}.
 func (r *runner) printError(err error) {
-	msg := strings.ReplaceAll(strings.TrimRight(err.Error(), "\n"), "\n", " ")
-	if r.json {
-		var ze *zkError
-		var code string
-		if errors.As(err, &ze) {
-			code = ze.code()
-		}
-		writeJSON(r.env.Stderr, struct {
-			Error string `json:"error"`
-			Code  string `json:"code,omitempty"`
-		}{msg, code})
+	if !r.json {
+		exitstatus.Print(r.env.Stderr, "", err)
 		return
 	}
-	fmt.Fprintln(r.env.Stderr, msg)
+	msg := exitstatus.OneLine(err.Error())
+	if msg == "" {
+		return
+	}
+	var ze *zkError
+	var code, hint string
+	if errors.As(err, &ze) {
+		code = ze.code()
+	}
+	var ue *exitstatus.UsageError
+	if errors.As(err, &ue) {
+		hint = ue.Hint()
+	}
+	writeJSON(r.env.Stderr, struct {
+		Error string `json:"error"`
+		Code  string `json:"code,omitempty"`
+		Hint  string `json:"hint,omitempty"`
+	}{msg, code, hint})
 }
 
 // warn writes a warning line to stderr; it never goes to stdout, so it
@@ -378,19 +384,20 @@ See docs/ctl.md.`,
 		}, authflag.Flags()...),
 		Before:         r.globals,
 		ExitErrHandler: func(*cli.Context, error) {}, // report() decides the exit status
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usagef("%v (run \"shepherd ctl help\")", err)
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return exitstatus.FlagError(ctlCommand, "", c.App.Flags, err)
 		},
-		CommandNotFound: func(_ *cli.Context, name string) { r.notFound = name },
+		CommandNotFound: func(c *cli.Context, name string) {
+			r.notFound = exitstatus.UnknownCommand(ctlCommand, "", name, c.App.Commands)
+		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("help") {
 				return cli.ShowAppHelp(c)
 			}
 			if c.Args().Present() {
-				r.notFound = c.Args().First()
-				return nil
+				return exitstatus.UnknownCommand(ctlCommand, "", c.Args().First(), c.App.Commands)
 			}
-			return usagef("no command given: run \"shepherd ctl help\" for the list")
+			return usagef("no command given")
 		},
 		Commands: r.commands(),
 	}
@@ -451,8 +458,8 @@ func (r *runner) commands() []*cli.Command {
 // "shepherd ctl" start with parent, the same help: a --help flag of their
 // own (see app; urfave/cli prints the command's help when it is set,
 // before any action), each flag with one default (oneDefault), a
-// synopsis, and usage errors with exit status 2. What a command sets
-// itself is kept.
+// synopsis, and usage errors with exit status 2 whose hint names the
+// command's --help. What a command sets itself is kept.
 func wireHelp(cmd *cli.Command, parent string) {
 	path := strings.TrimSpace(parent + " " + cmd.Name)
 	if parent != "" {
@@ -465,8 +472,13 @@ func wireHelp(cmd *cli.Command, parent string) {
 	}
 	if cmd.OnUsageError == nil {
 		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-			return usagef("%s: %v (usage: %s)", path, err, strings.TrimPrefix(c.Command.UsageText, "shepherd ctl "))
+			err = exitstatus.FlagError(ctlCommand+" "+path, path, cmd.Flags, err)
+			err.(*exitstatus.UsageError).Msg += " (usage: " + strings.TrimPrefix(c.Command.UsageText, ctlCommand+" ") + ")"
+			return err
 		}
+	}
+	if act := cmd.Action; act != nil {
+		cmd.Action = func(c *cli.Context) error { return exitstatus.WithCommand(act(c), ctlCommand+" "+path) }
 	}
 	for _, f := range cmd.Flags {
 		oneDefault(f)
@@ -492,7 +504,7 @@ func findCommand(cmds []*cli.Command, words []string) (*cli.Command, error) {
 			}
 		}
 		if cmd == nil {
-			return nil, usagef("help: unknown command %q", strings.Join(words[:i+1], " "))
+			return nil, exitstatus.UnknownCommand(ctlCommand, "help", strings.Join(words[:i+1], " "), cmds)
 		}
 		cmds = cmd.Subcommands
 	}

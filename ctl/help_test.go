@@ -92,3 +92,49 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestUsageErrors: every kind of mistake in a command line — unknown
+// verb, unknown flag (global or a verb's), missing or extra arguments —
+// is one line saying what is wrong, a second naming the help of the
+// command concerned, nothing on stdout, and exit status 2; an unknown
+// verb or flag close to a real one suggests it (issue 25). None connects.
+func TestUsageErrors(t *testing.T) {
+	const nowhere = "127.0.0.1:1"
+	for _, tc := range []struct {
+		args       []string
+		line, hint string
+	}{
+		{[]string{"lss", "/"}, `unknown command "lss" (did you mean 'ls'?)`, "shepherd ctl"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`, "shepherd ctl"},
+		{nil, "no command given", "shepherd ctl"},
+		{[]string{"--jsn", "ls", "/"}, "flag provided but not defined: -jsn (did you mean --json?)", "shepherd ctl"},
+		{[]string{"ls", "--recursiv", "/"}, "ls: flag provided but not defined: -recursiv", "shepherd ctl ls"},
+		{[]string{"ls"}, "ls: missing argument", "shepherd ctl ls"},
+		{[]string{"job", "frob"}, `job: unknown verb "frob"`, "shepherd ctl job"},
+		{[]string{"job", "add", "--schedul", "@daily", "j", "--", "true"}, "job add: flag provided but not defined: -schedul (did you mean --schedule?)", "shepherd ctl job add"},
+		{[]string{"job", "run-now"}, "run-now: missing argument", "shepherd ctl job run-now"},
+		{[]string{"task", "show", "a", "b"}, "task show: want one task name", "shepherd ctl task show"},
+		{[]string{"help", "jbo"}, `help: unknown command "jbo" (did you mean 'job'?)`, "shepherd ctl"},
+	} {
+		t.Run(strings.Join(tc.args, "_"), func(t *testing.T) {
+			r := runCtl(t, nowhere, tc.args...)
+			lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+			if r.code != ExitUsage || r.stdout != "" || len(lines) != 2 {
+				t.Fatalf("ctl %s: %v\nwant exit %d, no stdout and two lines on stderr", strings.Join(tc.args, " "), r, ExitUsage)
+			}
+			if !strings.HasPrefix(lines[0], tc.line) {
+				t.Errorf("ctl %s: first line %q, want it to start with %q", strings.Join(tc.args, " "), lines[0], tc.line)
+			}
+			if want := "run '" + tc.hint + " --help' for usage"; lines[1] != want {
+				t.Errorf("ctl %s: hint %q, want %q", strings.Join(tc.args, " "), lines[1], want)
+			}
+		})
+	}
+	t.Run("json", func(t *testing.T) {
+		r := runCtl(t, nowhere, "--json", "lss")
+		if r.code != ExitUsage || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 ||
+			!strings.Contains(r.stderr, `"hint":"run 'shepherd ctl --help' for usage"`) {
+			t.Errorf("ctl --json lss: %v\nwant exit 2 and one JSON document with the hint", r)
+		}
+	})
+}

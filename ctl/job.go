@@ -266,14 +266,24 @@ func (r *runner) jobRunNow(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	a := scheduler.NewAdmin(s)
-	js, jerr := a.Job(ctx, args[0], 1)
-	key, err := a.Trigger(ctx, args[0], time.Now())
+	// Only a scheduler that knows the job answers its trigger: for one
+	// nobody knows, a trigger would wait, forgotten, until a scheduler
+	// with that name in its file starts (issue 25).
+	js, err := a.Job(ctx, args[0], 1)
+	if err == nil && !js.Stored && len(js.FileHosts) == 0 {
+		err = scheduler.ErrNoSuchJob // only past runs are left of it
+	}
+	if errors.Is(err, scheduler.ErrNoSuchJob) {
+		cancel()
+		return fmt.Errorf("job run-now: no such job %q: it is not stored in %s and no running scheduler has it in its jobs file (shepherd ctl job list)", args[0], scheduler.JobsPath)
+	}
+	var key string
+	if err == nil {
+		key, err = a.Trigger(ctx, args[0], time.Now())
+	}
 	cancel()
 	if err != nil {
 		return jobError(err)
-	}
-	if errors.Is(jerr, scheduler.ErrNoSuchJob) || (jerr == nil && !js.Stored && len(js.FileHosts) == 0) {
-		r.warn("%s is not stored in %s and no running scheduler has it in its jobs file: it runs when one that knows it starts", args[0], scheduler.JobsPath)
 	}
 	if wait == 0 {
 		if r.json {

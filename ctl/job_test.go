@@ -59,6 +59,27 @@ func TestJobVerbs(t *testing.T) {
 		if r := runCtlAuth(t, conn, "job", "rm", "report"); r.code != ExitFailure || !strings.Contains(r.stderr, "no such job") {
 			t.Fatalf("second job rm: %v; want exit 1, no such job", r)
 		}
+		// Its runs are left, but nobody would answer a trigger.
+		if r := runCtlAuth(t, conn, "job", "run-now", "report"); r.code != ExitFailure || !strings.Contains(r.stderr, "no such job") {
+			t.Fatalf("job run-now of a removed job: %v; want exit 1, no such job", r)
+		}
+	})
+}
+
+// TestJobRunNowNoSuchJob: run-now of a job neither stored nor in a
+// running scheduler's file fails, exit 1 with "no such job", and leaves
+// no trigger behind for a scheduler that might start one day (issue 25:
+// it exited 0 and left one).
+func TestJobRunNowNoSuchJob(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		r := runCtlAuth(t, conn, "job", "run-now", "nosuchjob")
+		if r.code != ExitFailure || r.stdout != "" || !strings.Contains(r.stderr, `no such job "nosuchjob"`) {
+			t.Fatalf("job run-now nosuchjob: %v\nwant exit 1 and no such job", r)
+		}
+		if r := runCtlAuth(t, conn, "ls", scheduler.TriggersPath); r.code == 0 && r.stdout != "[]\n" {
+			t.Fatalf("ls %s after a refused run-now: %v\nwant no trigger", scheduler.TriggersPath, r)
+		}
 	})
 }
 

@@ -94,7 +94,7 @@ cores/<group>/<host>), tasks/<task>/lastCommit the checkpoint. See docs/replicat
 			if c.Args().Present() {
 				return usagef("task: unknown verb %q: want add, list, groups, show, start, stop, rm or reset-epoch", c.Args().First())
 			}
-			return usagef("task: missing verb: add, list, groups, show, start, stop, rm or reset-epoch (shepherd ctl task --help)")
+			return usagef("task: missing verb: add, list, groups, show, start, stop, rm or reset-epoch")
 		},
 	}
 }

@@ -142,19 +142,19 @@ func TestZnodeVerbs(t *testing.T) {
 			{args: words("get /a/"), code: 1, err: "Path must not end with / character\n"},
 			{args: words("get /a//b"), code: 1, err: "empty node name specified @3\n"},
 			{args: words("get /a/../b"), code: 1, err: "relative paths not allowed @4\n"},
-			// Usage errors: one line, exit 2.
-			{args: words("get"), code: 2, err: "get: missing argument (usage: get [-s] [-w] path)\n"},
-			{args: words("get /a -s"), code: 2, err: "get: unexpected argument \"-s\": flags go before the path (usage: get [-s] [-w] path)\n"},
-			{args: words("set /a"), code: 2, err: "set: missing argument (usage: set [-s] [-v version] path data)\n"},
-			{args: words("set -v -2 /a x"), code: 2, err: "set: -v -2: want a version from 0 to 2147483647, or -1 for any\n"},
-			{args: words("create -c -e /x"), code: 2, err: "create: -c cannot be combined with -s or -e: containers are neither sequential nor ephemeral\n"},
-			{args: words("create -t 0 /x"), code: 2, err: "create: -t 0: want a TTL in milliseconds from 1 to 1099511627775\n"},
-			{args: words("create -e -t 5 /x"), code: 2, err: "create: -t cannot be combined with -e or -c: only persistent nodes have a TTL\n"},
-			{args: words("ls -x /"), code: 2, err: "ls: flag provided but not defined: -x (usage: ls [-s] [-w] [-R] path)\n"},
-			{args: words("ls -R -w /"), code: 2, err: "ls: -R and -w cannot be combined: use \"watch -R path\" to follow a subtree\n"},
-			{args: words("deleteall -b 0 /x"), code: 2, err: "deleteall: -b 0: want a batch size of at least 1\n"},
-			{args: words("nosuch /"), code: 2, err: "unknown command \"nosuch\": run \"shepherd ctl help\" for the list\n"},
-			{args: nil, code: 2, err: "no command given: run \"shepherd ctl help\" for the list\n"},
+			// Usage errors: one line and a hint naming the help, exit 2.
+			{args: words("get"), code: 2, err: "get: missing argument (usage: get [-s] [-w] path)\nrun 'shepherd ctl get --help' for usage\n"},
+			{args: words("get /a -s"), code: 2, err: "get: unexpected argument \"-s\": flags go before the path (usage: get [-s] [-w] path)\nrun 'shepherd ctl get --help' for usage\n"},
+			{args: words("set /a"), code: 2, err: "set: missing argument (usage: set [-s] [-v version] path data)\nrun 'shepherd ctl set --help' for usage\n"},
+			{args: words("set -v -2 /a x"), code: 2, err: "set: -v -2: want a version from 0 to 2147483647, or -1 for any\nrun 'shepherd ctl set --help' for usage\n"},
+			{args: words("create -c -e /x"), code: 2, err: "create: -c cannot be combined with -s or -e: containers are neither sequential nor ephemeral\nrun 'shepherd ctl create --help' for usage\n"},
+			{args: words("create -t 0 /x"), code: 2, err: "create: -t 0: want a TTL in milliseconds from 1 to 1099511627775\nrun 'shepherd ctl create --help' for usage\n"},
+			{args: words("create -e -t 5 /x"), code: 2, err: "create: -t cannot be combined with -e or -c: only persistent nodes have a TTL\nrun 'shepherd ctl create --help' for usage\n"},
+			{args: words("ls -x /"), code: 2, err: "ls: flag provided but not defined: -x (usage: ls [-s] [-w] [-R] path)\nrun 'shepherd ctl ls --help' for usage\n"},
+			{args: words("ls -R -w /"), code: 2, err: "ls: -R and -w cannot be combined: use \"watch -R path\" to follow a subtree\nrun 'shepherd ctl ls --help' for usage\n"},
+			{args: words("deleteall -b 0 /x"), code: 2, err: "deleteall: -b 0: want a batch size of at least 1\nrun 'shepherd ctl deleteall --help' for usage\n"},
+			{args: words("nosuch /"), code: 2, err: "unknown command \"nosuch\"\nrun 'shepherd ctl --help' for usage\n"},
+			{args: nil, code: 2, err: "no command given\nrun 'shepherd ctl --help' for usage\n"},
 		})
 	})
 }
@@ -240,7 +240,7 @@ func TestDigestAuth(t *testing.T) {
 			{args: words("--auth digest:ops:secret get /s"), out: "data\n"},
 			{args: words("--auth digest:ops:secret getacl /s"), out: "'digest,'" + id + "\n: cdrwa\n"},
 			{args: words("--auth ops:secret get /s"), out: "data\n"},
-			{args: words("--auth nocolon get /s"), code: 2, err: "--auth: recipe: bad credential: want user:password or digest:user:password, got 7 bytes without a colon\n"},
+			{args: words("--auth nocolon get /s"), code: 2, err: "--auth: recipe: bad credential: want user:password or digest:user:password, got 7 bytes without a colon\nrun 'shepherd ctl --help' for usage\n"},
 			{args: words("--auth digest:ops:secret delete /s")},
 			// Without an ACL argument a node gets the credential's policy,
 			// not zkCli's world:anyone: only ops may write it.

@@ -123,19 +123,22 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.Task) > 191 {
 		return bad("Task %q is longer than 191 bytes", c.Task)
 	}
+	// The endpoints' fields are named as the task spec spells them
+	// (source.host …), which maps onto them one to one: that is where
+	// an operator fixes them.
 	for _, ep := range []struct {
 		name string
 		e    *Endpoint
-	}{{"Source", &c.Source}, {"Target", &c.Target}} {
+	}{{"source", &c.Source}, {"target", &c.Target}} {
 		switch {
 		case ep.e.Host == "":
-			return bad("%s.Host is empty", ep.name)
+			return bad("%s.host is empty", ep.name)
 		case ep.e.Port < 0 || ep.e.Port > 65535:
-			return bad("%s.Port %d is not a TCP port", ep.name, ep.e.Port)
+			return bad("%s.port %d is not a TCP port", ep.name, ep.e.Port)
 		case ep.e.User == "":
-			return bad("%s.User is empty", ep.name)
+			return bad("%s.user is empty", ep.name)
 		case ep.e.Flavor != "" && ep.e.Flavor != FlavorMySQL && ep.e.Flavor != FlavorMariaDB:
-			return bad("%s.Flavor %q is neither %q nor %q", ep.name, ep.e.Flavor, FlavorMySQL, FlavorMariaDB)
+			return bad("%s.flavor %q is neither %q nor %q", ep.name, ep.e.Flavor, FlavorMySQL, FlavorMariaDB)
 		}
 		if ep.e.Port == 0 {
 			ep.e.Port = defaultPort

@@ -189,9 +189,9 @@ func TestAccessDenied(t *testing.T) {
 		want []string
 	}{
 		{"source password", func(c *Config) { c.Source.User, c.Source.Password = "rt_user", "wrong" },
-			[]string{"Access denied", "source", "Source.User and Source.Password"}},
+			[]string{"Access denied", "source", "source.user and source.password or source.passwordFile"}},
 		{"target password", func(c *Config) { c.Target.User, c.Target.Password = "rt_user", "wrong" },
-			[]string{"Access denied", "target", "Target.User and Target.Password"}},
+			[]string{"Access denied", "target", "target.user and target.password or target.passwordFile"}},
 		{"target without write grants", func(c *Config) { c.Target.User, c.Target.Password = "rt_user", "right" },
 			[]string{"denied", "shepherd"}},
 	} {

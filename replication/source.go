@@ -62,15 +62,15 @@ type driverLogger struct{ log *slog.Logger }
 func (l driverLogger) Print(v ...any) { l.log.Debug(strings.TrimSpace(fmt.Sprint(v...))) }
 
 // connectError explains a failure to reach an endpoint. Denied access is
-// non-retryable and says which fields to check.
+// non-retryable and says which fields to check, named as the task spec
+// spells them (role is "source" or "target"): operators read this in
+// ctl task show, the console and notifications, and write specs, not Go.
 func connectError(role string, e Endpoint, err error) error {
 	if accessDenied(err) {
-		return nonRetryable(fmt.Errorf("connect to %s %s: %w (check %s.User and %s.Password, and the account's grants)", role, e, err, titled(role), titled(role)))
+		return nonRetryable(fmt.Errorf("connect to %s %s: %w (check the task's %s.user and %s.password or %s.passwordFile, and the account's grants)", role, e, err, role, role, role))
 	}
 	return fmt.Errorf("connect to %s %s: %w", role, e, err)
 }
-
-func titled(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
 // sourceInfo is what Open learns about the source.
 type sourceInfo struct {
@@ -98,7 +98,7 @@ func checkSource(ctx context.Context, db *sql.DB, e Endpoint, serverID uint32) (
 	case info.flavor == "":
 		info.flavor = FlavorMySQL
 	case info.flavor == FlavorMySQL && isMariaDB, info.flavor == FlavorMariaDB && !isMariaDB:
-		return info, fmt.Errorf("%w: Source.Flavor is %q but %s runs %s; set Source.Flavor to %q or leave it empty",
+		return info, fmt.Errorf("%w: source.flavor is %q but %s runs %s; set the task's source.flavor to %q or leave it out",
 			ErrConfig, e.Flavor, e, info.version, map[bool]string{true: FlavorMariaDB, false: FlavorMySQL}[isMariaDB])
 	}
 	fix := "mariadbd/mysqld option file"

@@ -25,6 +25,7 @@ func (s *Server) routes() {
 	s.public("POST /login", http.HandlerFunc(s.login))
 	s.public("POST /logout", http.HandlerFunc(s.logout))
 	s.public("GET /static/", staticHandler())
+	s.public("GET /favicon.ico", faviconHandler())
 	s.public("GET /api/v1/openapi.json", http.HandlerFunc(serveOpenAPI))
 
 	s.handle("GET /api/v1/me", auth.Viewer, s.apiMe)

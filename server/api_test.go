@@ -223,7 +223,7 @@ func TestEveryRouteChecksTheRole(t *testing.T) {
 }
 
 // publicRoutes need no login.
-var publicRoutes = []string{"GET /health", "GET /login", "POST /login", "POST /logout", "GET /static/", "GET /api/v1/openapi.json"}
+var publicRoutes = []string{"GET /health", "GET /login", "POST /login", "POST /logout", "GET /static/", "GET /favicon.ico", "GET /api/v1/openapi.json"}
 
 func mustSpec(t testing.TB, js string) *core.Spec {
 	t.Helper()

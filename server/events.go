@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,6 +35,29 @@ type liveTask struct {
 	Lag        string   `json:"lag"`
 	LagSeconds *float64 `json:"lagSeconds"`
 	Error      string   `json:"error,omitempty"`
+	// Actions are the task page's actions that apply now (taskActions).
+	Actions []string `json:"actions"`
+}
+
+// Can reports whether the action (start, stop, handover) applies now.
+func (t liveTask) Can(action string) bool { return slices.Contains(t.Actions, action) }
+
+// taskActions are the actions that apply to the task as lt summarizes it:
+// start when it is meant to be stopped or its owner FAILED, stop when it
+// is meant to run, handover for a hot task with an instance standing by
+// (what core.Admin.Handover would refuse otherwise).
+func taskActions(ts core.TaskStatus, lt liveTask) []string {
+	actions := []string{}
+	if lt.Desired == core.DesiredStopped || lt.State == cluster.TaskFailed {
+		actions = append(actions, "start")
+	}
+	if lt.Desired == core.DesiredRunning {
+		actions = append(actions, "stop")
+	}
+	if ts.Spec != nil && ts.Spec.Standby.Mode != core.ModeCold && len(ts.Instances) >= 2 {
+		actions = append(actions, "handover")
+	}
+	return actions
 }
 
 type liveJob struct {
@@ -71,6 +95,7 @@ func taskSummary(snap *Snapshot, ts core.TaskStatus) liveTask {
 		secs := v.Lag.Seconds()
 		lt.LagSeconds = &secs
 	}
+	lt.Actions = taskActions(ts, lt)
 	return lt
 }
 

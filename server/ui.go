@@ -131,6 +131,15 @@ func staticHandler() http.Handler {
 	return http.StripPrefix("/static/", http.FileServerFS(sub))
 }
 
+// faviconHandler serves the icon browsers ask every page's origin for,
+// /favicon.ico, which would otherwise be a 404 in the log and the
+// console on every page.
+func faviconHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, staticFS, "static/favicon.ico")
+	})
+}
+
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	s.pages.render(w, r, "login", pageData{Title: "Log in", Next: safeNext(r.URL.Query().Get("next"))})
 }

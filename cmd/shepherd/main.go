@@ -6,30 +6,29 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shepherd-dev/shepherd/internal/exitstatus"
 	"github.com/shepherd-dev/shepherd/internal/proc"
 )
 
 func main() {
-	if err := newApp().Run(os.Args); err != nil {
-		var st *proc.Stopped
-		if errors.As(err, &st) {
-			slog.Info("stopped before starting", "reason", err.Error())
-			return
-		}
-		fmt.Fprintln(os.Stderr, "shepherd:", err)
-		os.Exit(1)
+	err := newApp().Run(os.Args)
+	var st *proc.Stopped
+	if errors.As(err, &st) {
+		slog.Info("stopped before starting", "reason", err.Error())
+		return
 	}
+	exitstatus.Print(os.Stderr, "shepherd: ", err)
+	os.Exit(exitstatus.Of(err))
 }
 
 // newApp is the command line of the binary.
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "shepherd",
 		Usage:   "coordinator for MySQL binlog replication and distributed jobs",
 		Version: buildVersion(),
@@ -48,6 +47,9 @@ func newApp() *cli.App {
 			roleCommand(serverRole()),
 			roleCommand(monitorRole()),
 			upCommand(),
+			versionCommand(),
 		},
 	}
+	wireUsage(app)
+	return app
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -13,6 +15,9 @@ import (
 // monitorRole is `shepherd monitor`: alert rules over the cluster and
 // cluster-wide metrics; one monitor of those running is active.
 func monitorRole() role {
+	// configured is the config setup built, for describe to name the
+	// channels it found in --monitor-config and --webhook.
+	var configured *monitor.Config
 	return role{
 		name:  "monitor",
 		usage: "raise and resolve alerts about tasks, jobs, collectors and the coordination servers; serve cluster metrics",
@@ -30,23 +35,58 @@ docs/monitor.md.`,
 				&cli.BoolFlag{Name: "standby-only", Usage: "never become active: only watch the active monitor"},
 			}
 		},
-		setup:    setupMonitor,
+		setup: func(c *cli.Context, log *slog.Logger) (starter, error) {
+			cfg, err := monitorConfig(c)
+			if err != nil {
+				return nil, err
+			}
+			configured = &cfg
+			return startMonitor(cfg), nil
+		},
 		subtrees: func(*cli.Context) []recipe.Subtree { return monitor.Subtrees() },
 		describe: func(c *cli.Context) string {
+			rules := "default rules"
 			if p := c.String("monitor-config"); p != "" {
-				return "alerts and cluster metrics, rules and channels from " + p
+				rules = "rules from " + p
 			}
-			return "alerts and cluster metrics, default rules, no channel (shepherd ctl alert list)"
+			channels := "channels unknown"
+			if configured != nil {
+				channels = describeChannels(*configured)
+			}
+			return "alerts and cluster metrics, " + rules + ", " + channels
 		},
 	}
 }
 
-func setupMonitor(c *cli.Context, log *slog.Logger) (starter, error) {
+// describeChannels names, by kind and count, the channels cfg sends
+// notifications to: not their addresses, which may hold tokens.
+func describeChannels(cfg monitor.Config) string {
+	var parts []string
+	for _, k := range []struct {
+		n    int
+		name string
+	}{{len(cfg.Webhooks), "webhook"}, {len(cfg.Email), "email"}, {len(cfg.Commands), "command"}} {
+		switch {
+		case k.n == 1:
+			parts = append(parts, "1 "+k.name)
+		case k.n > 1:
+			parts = append(parts, fmt.Sprintf("%d %ss", k.n, k.name))
+		}
+	}
+	if len(parts) == 0 {
+		return "no channel (shepherd ctl alert list)"
+	}
+	return "channels: " + strings.Join(parts, ", ")
+}
+
+// monitorConfig is the monitor's config: --monitor-config's file, or the
+// defaults, with the flags applied.
+func monitorConfig(c *cli.Context) (monitor.Config, error) {
 	cfg := monitor.DefaultConfig()
 	if path := c.String("monitor-config"); path != "" {
 		var err error
 		if cfg, err = monitor.LoadConfig(c.Context, path); err != nil {
-			return nil, err
+			return cfg, err
 		}
 	}
 	for _, u := range c.StringSlice("webhook") {
@@ -59,6 +99,11 @@ func setupMonitor(c *cli.Context, log *slog.Logger) (starter, error) {
 		cfg.Name = c.String("name")
 	}
 	cfg.StandbyOnly = cfg.StandbyOnly || c.Bool("standby-only")
+	return cfg, nil
+}
+
+// startMonitor starts a monitor with cfg on a process's session.
+func startMonitor(cfg monitor.Config) starter {
 	return func(e env) (func(context.Context) error, error) {
 		poller, err := newPoller(e, cfg.CoreRoot, cfg.Interval)
 		if err != nil {
@@ -71,5 +116,5 @@ func setupMonitor(c *cli.Context, log *slog.Logger) (starter, error) {
 		e.http.AddGatherer(m.Gatherer())
 		e.log.Info("monitor started", "channels", len(cfg.Webhooks)+len(cfg.Email)+len(cfg.Commands))
 		return withPoller(poller, m.Run), nil
-	}, nil
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,7 +96,7 @@ start: current
 `, source.Port(), target.Port()))
 	ctl("task", "add", "-f", task)
 	coordtest.WaitFor(t, 2*time.Minute, "task orders RUNNING in up's core", func() error {
-		if out := ctl("task", "show", "orders"); !strings.Contains(out, "RUNNING") {
+		if out := ctl("task", "show", "orders"); !regexp.MustCompile(`(?m)^state:\s+RUNNING$`).MatchString(out) {
 			return fmt.Errorf("task show:\n%s", out)
 		}
 		return nil

@@ -3,6 +3,8 @@ package main
 import (
 	"runtime/debug"
 	"strings"
+
+	"github.com/urfave/cli/v2"
 )
 
 // buildVersion describes this binary from the build's own stamps: the main
@@ -36,4 +38,16 @@ func buildVersion() string {
 	}
 	b.WriteString(" " + info.GoVersion)
 	return b.String()
+}
+
+// versionCommand is `shepherd version`: what `shepherd --version` prints.
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version of this binary (as --version does)",
+		Action: func(c *cli.Context) error {
+			cli.ShowVersion(c)
+			return nil
+		},
+	}
 }

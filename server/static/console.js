@@ -244,6 +244,10 @@ function liveUpdates() {
     if (readAt) readAt.textContent = s.readAt.replace("T", " ").replace(/\.\d+Z$/, "Z");
     for (const t of s.tasks) {
       for (const k of ["state", "desired", "owner", "position", "lag", "error"]) setField("task", t.name, k, t[k]);
+      // A task page's buttons show only the actions that apply now.
+      for (const b of document.querySelectorAll("[data-applies]")) {
+        if (b.dataset.task === t.name) b.hidden = !(t.actions || []).includes(b.dataset.applies);
+      }
     }
     for (const j of s.jobs) {
       setField("job", j.name, "paused", j.paused);
