@@ -64,6 +64,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/coord", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
 		return map[string]any{"servers": snap.Coord, "session": s.deps.Session.State().String(), "error": snap.Errors[cluster.SectionCoord]}
 	}))
+	s.handle("GET /api/v1/cores", auth.Viewer, s.apiCores)
 	s.handle("GET /api/v1/audit", auth.Viewer, s.apiAudit)
 	s.handle("GET /api/v1/events", auth.Viewer, s.apiEvents)
 	s.handle("GET /api/v1/users", auth.Admin, s.apiUsers)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -150,6 +151,9 @@ type taskPage struct {
 	// first, when the spec has others; Reading is the one read now.
 	Candidates []string
 	Reading    string
+	// Standby is the task form's note on its standby: whether a live
+	// core serves it.
+	Standby standbyCheck
 }
 
 // sourceCandidates fills in the page's source candidates.
@@ -165,6 +169,21 @@ func (p *taskPage) sourceCandidates() {
 		lc = *p.View.LastCommit
 	}
 	p.Reading = p.Spec.ActiveSource(lc).Addr()
+}
+
+// formStandby is the task form's standby note for sp; for a new task
+// (fill) it first sets sp's standby to the default of the live cores.
+// When the cores cannot be read the form keeps hot standby and says so.
+func (s *Server) formStandby(ctx context.Context, sp *core.Spec, fill bool) standbyCheck {
+	rep, err := s.readCores(ctx, "", "", "")
+	if err != nil {
+		return standbyCheck{Mode: sp.Standby.Mode, Group: sp.Standby.Group, Note: "could not read the live cores: " + err.Error()}
+	}
+	if fill {
+		sp.Standby = rep.Default
+	}
+	snap, _ := s.snapshot()
+	return checkStandby(rep.Groups, snap, sp.Standby.Mode, sp.Standby.Group, sp.Name)
 }
 
 type taskRow struct {
@@ -209,7 +228,7 @@ func (s *Server) uiRoutes() {
 		d.Title = "New task"
 		sp := &core.Spec{State: core.DesiredRunning, Start: core.StartCurrent, Standby: core.Standby{Mode: core.ModeHot},
 			Source: core.SourceEndpoint{Endpoint: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}, Target: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}
-		d.Data = taskPage{Spec: sp}
+		d.Data = taskPage{Spec: sp, Standby: s.formStandby(r.Context(), sp, true)}
 		return nil
 	})
 	s.page("GET /tasks/{task}/edit", "taskform", func(r *http.Request, d *pageData) error {
@@ -224,7 +243,7 @@ func (s *Server) uiRoutes() {
 			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" has no readable spec: "+tv.SpecError)
 		}
 		d.Title = "Edit task " + tv.Name
-		d.Data = taskPage{View: tv, Spec: tv.Spec}
+		d.Data = taskPage{View: tv, Spec: tv.Spec, Standby: s.formStandby(r.Context(), tv.Spec, false)}
 		return nil
 	})
 	s.page("GET /jobs", "jobs", func(r *http.Request, d *pageData) error {

@@ -99,7 +99,7 @@ function specFromForm(form) {
   const sp = {version: 1, name: f.get("name"), source: ep("source"), target: ep("target"),
     filter: {include: lines(f.get("filter.include")), exclude: lines(f.get("filter.exclude"))},
     start: f.get("start"), state: f.get("state"), standby: {mode: f.get("standby.mode")}};
-  if (f.get("standby.group")) sp.standby.group = f.get("standby.group");
+  if (sp.standby.mode === "cold" && f.get("standby.group")) sp.standby.group = f.get("standby.group");
   const hosts = lines(f.get("source.hosts"));
   if (hosts.length) sp.source.hosts = hosts;
   if (f.get("source.failoverAfter")) sp.source.failoverAfter = f.get("source.failoverAfter");
@@ -130,9 +130,41 @@ function showValidation(rep) {
   out.hidden = false;
 }
 
+// wireStandbyNote keeps the note beside the form's standby fields in
+// step with them: whether a live core would run the task as chosen.
+function wireStandbyNote(form) {
+  const mode = document.getElementById("f-standby-mode");
+  const group = document.getElementById("f-standby-group");
+  const name = document.getElementById("f-name");
+  const note = document.getElementById("standby-note");
+  if (!mode || !group || !note) return;
+  let asked = 0, timer = null;
+  const check = async () => {
+    group.disabled = mode.value !== "cold";
+    const n = ++asked;
+    const q = new URLSearchParams({mode: mode.value, group: mode.value === "cold" ? group.value.trim() : "", task: name ? name.value.trim() : ""});
+    try {
+      const {data} = await api("GET", "/api/v1/cores?" + q);
+      if (n !== asked) return; // a newer question is on its way
+      note.textContent = data.check.note;
+      note.className = data.check.ok ? "ok" : "bad";
+    } catch (e) {
+      if (n !== asked) return;
+      note.textContent = "could not read the live cores: " + e.message;
+      note.className = "bad";
+    }
+  };
+  const later = () => { clearTimeout(timer); timer = setTimeout(check, 250); };
+  mode.addEventListener("change", check);
+  group.addEventListener("input", later);
+  if (name) name.addEventListener("input", later);
+  group.disabled = mode.value !== "cold";
+}
+
 function wireTaskForm() {
   const form = document.getElementById("task-form");
   if (!form) return;
+  wireStandbyNote(form);
   document.getElementById("test-connection").addEventListener("click", async () => {
     if (!form.reportValidity()) return;
     try {
