@@ -24,6 +24,9 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
+// pageTime is how pages show a time.
+const pageTime = "2006-01-02 15:04:05Z"
+
 // pages are the UI's templates, each parsed with the layout.
 type pages struct{ t map[string]*template.Template }
 
@@ -46,7 +49,7 @@ func newPages(lags *lagHistory) (*pages, error) {
 			if t.IsZero() {
 				return ""
 			}
-			return t.UTC().Format("2006-01-02 15:04:05Z")
+			return t.UTC().Format(pageTime)
 		},
 		"dur": func(a, b time.Time) string {
 			if a.IsZero() || b.IsZero() {
@@ -186,11 +189,6 @@ func (s *Server) formStandby(ctx context.Context, sp *core.Spec, fill bool) stan
 	return checkStandby(rep.Groups, snap, sp.Standby.Mode, sp.Standby.Group, sp.Name)
 }
 
-type taskRow struct {
-	liveTask
-	Standby string
-}
-
 func (s *Server) uiRoutes() {
 	s.page("GET /{$}", "overview", func(r *http.Request, d *pageData) error {
 		d.Title = "Overview"
@@ -199,14 +197,7 @@ func (s *Server) uiRoutes() {
 	})
 	s.page("GET /tasks", "tasks", func(r *http.Request, d *pageData) error {
 		d.Title = "Tasks"
-		rows := make([]taskRow, len(d.Snap.Tasks))
-		for i, ts := range d.Snap.Tasks {
-			rows[i] = taskRow{liveTask: taskSummary(d.Snap, ts)}
-			if ts.Spec != nil {
-				rows[i].Standby = ts.Spec.Standby.Mode
-			}
-		}
-		d.Data = rows
+		d.Data = summarize(d.Snap).Tasks
 		return nil
 	})
 	s.page("GET /tasks/{task}", "task", func(r *http.Request, d *pageData) error {
@@ -248,6 +239,7 @@ func (s *Server) uiRoutes() {
 	})
 	s.page("GET /jobs", "jobs", func(r *http.Request, d *pageData) error {
 		d.Title = "Jobs"
+		d.Data = summarize(d.Snap).Jobs
 		return nil
 	})
 	s.page("GET /jobs/{job}", "job", func(r *http.Request, d *pageData) error {
