@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
@@ -26,7 +27,8 @@ import (
 // a reload, turns STOPPED when stopped, and leaves the list (the count
 // dropping) when deleted; the task page's spec and desired state follow
 // an edit made elsewhere; the overview and the jobs list gain what is
-// defined while they are open.
+// defined while they are open; the task form's standby note follows
+// what is typed and the cores that exist.
 func TestBrowserListsFollowTheCluster(t *testing.T) {
 	_, err := os.Stat(chromiumPath)
 	testpeer.Require(t, "chromium", err == nil, fmt.Sprint(err))
@@ -154,6 +156,30 @@ func TestBrowserListsFollowTheCluster(t *testing.T) {
 	}
 	b.waitText("#jobs tr[data-key='hourly-sync'] [data-field='defined']", "stored")
 	b.waitText("#job-count", "2")
+
+	// The task form: hot by default while no core serves group default,
+	// its note following the name, mode and group as they are changed.
+	b.run("open the form", chromedp.Navigate(hs.URL+"/new/task"), chromedp.WaitVisible(chromedp.CSS("#standby-note")))
+	if mode := browserValue(b, "read the mode", chromedp.Evaluate[string](`document.getElementById("f-standby-mode").value`)); mode != core.ModeHot {
+		t.Errorf("form standby %q without cores, want hot", mode)
+	}
+	b.waitContains("#standby-note", "shepherd core --task <name>")
+	b.run("name the task", chromedp.SendKeys(chromedp.CSS("#f-name"), "ledger"))
+	b.waitContains("#standby-note", "shepherd core --task ledger")
+	browserValue(b, "choose cold", chromedp.Evaluate[bool](`(() => { const m = document.getElementById("f-standby-mode"); m.value = "cold"; m.dispatchEvent(new Event("change")); return true; })()`))
+	b.run("name the group", chromedp.SendKeys(chromedp.CSS("#f-standby-group"), "eu"))
+	b.waitContains("#standby-note", "no core serves group eu: start `shepherd core --group eu`")
+	m, err := recipe.Join(ctx, s, tasks.Layout().Cores("default"), "core1", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Leave(context.WithoutCancel(ctx)) }()
+	b.run("reopen the form", chromedp.Navigate(hs.URL+"/new/task"), chromedp.WaitVisible(chromedp.CSS("#standby-note")))
+	got := browserValue(b, "read the standby", chromedp.Evaluate[string](`document.getElementById("f-standby-mode").value + " " + document.getElementById("f-standby-group").value`))
+	if got != "cold default" {
+		t.Errorf("form standby %q with core1 in group default, want cold default", got)
+	}
+	b.waitContains("#standby-note", "served by the live cores of group default: core1")
 }
 
 // waitGone waits until no element matches sel.
