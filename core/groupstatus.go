@@ -68,6 +68,39 @@ func (a *Admin) Groups(ctx context.Context) ([]GroupStatus, error) {
 	return out, nil
 }
 
+// LiveCores returns the hosts of the live cores of every cold group that
+// has one, by group, each list sorted. Hot-standby cores are not in it:
+// they register under the task they serve (Instances), not in a group.
+func (a *Admin) LiveCores(ctx context.Context) (map[string][]string, error) {
+	var groups []string
+	err := a.retry(ctx, func() (err error) {
+		groups, _, err = a.s.Children(ctx, a.layout.CoreGroups())
+		return err
+	})
+	out := map[string][]string{}
+	if errors.Is(err, zk.ErrNoNode) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("core: list the groups of live cores: %w", err)
+	}
+	for _, g := range groups {
+		var hosts []string
+		err := a.retry(ctx, func() (err error) {
+			hosts, _, err = a.s.Children(ctx, a.layout.Cores(g))
+			return err
+		})
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return nil, fmt.Errorf("core: live cores of group %q: %w", g, err)
+		}
+		if len(hosts) > 0 {
+			slices.Sort(hosts)
+			out[g] = hosts
+		}
+	}
+	return out, nil
+}
+
 // Group returns the status of the cold-standby group name.
 func (a *Admin) Group(ctx context.Context, name string) (GroupStatus, error) {
 	g := GroupStatus{Name: name, Cores: []GroupCore{}, Unowned: []string{}, Moves: []Move{}}

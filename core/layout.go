@@ -67,7 +67,10 @@ func (l Layout) GroupInstances(group, task string) string {
 // Cores is the directory of a cold group's live cores: one ephemeral
 // member node per core, named by its host, holding a CoreMember. It is a
 // sibling of tasks-groups, so that no task name can collide with it.
-func (l Layout) Cores(group string) string { return l.Root + "/cores/" + group }
+func (l Layout) Cores(group string) string { return l.CoreGroups() + "/" + group }
+
+// CoreGroups is the directory of the cold groups' live-core directories.
+func (l Layout) CoreGroups() string { return l.Root + "/cores" }
 
 // InstancesOf is where the instances of the task sp live.
 func (l Layout) InstancesOf(sp *Spec) string {

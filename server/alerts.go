@@ -173,7 +173,7 @@ func (b *alertBoard) Banner() alertBanner {
 	}
 	switch {
 	case n > 0:
-		text := fmt.Sprintf("%d critical alert%s firing: %s", n, plural(n), strings.Join(names, "; "))
+		text := fmt.Sprintf("%s firing: %s", plural(n, "critical alert"), strings.Join(names, "; "))
 		if n > bannerShown {
 			text += fmt.Sprintf(" and %d more", n-bannerShown)
 		}
@@ -182,13 +182,6 @@ func (b *alertBoard) Banner() alertBanner {
 		return alertBanner{Text: "Alerts unknown: the monitor's state could not be read: " + b.Error, Unknown: true}
 	}
 	return alertBanner{}
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // alertCache keeps the board read for the newest snapshot: every reader

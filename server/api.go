@@ -68,6 +68,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/alerts", auth.Viewer, s.apiAlerts)
 	s.handle("POST /api/v1/silences", auth.Operator, s.apiAddSilence)
 	s.handle("DELETE /api/v1/silences/{id}", auth.Operator, s.apiRemoveSilence)
+	s.handle("GET /api/v1/cores", auth.Viewer, s.apiCores)
 	s.handle("GET /api/v1/audit", auth.Viewer, s.apiAudit)
 	s.handle("GET /api/v1/events", auth.Viewer, s.apiEvents)
 	s.handle("GET /api/v1/users", auth.Admin, s.apiUsers)

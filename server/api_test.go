@@ -151,6 +151,7 @@ func TestEveryRouteChecksTheRole(t *testing.T) {
 		{"GET", "/api/v1/collectors", "", "viewer"},
 		{"GET", "/api/v1/sources", "", "viewer"},
 		{"GET", "/api/v1/coord", "", "viewer"},
+		{"GET", "/api/v1/cores?mode=cold&group=default", "", "viewer"},
 		{"GET", "/api/v1/audit", "", "viewer"},
 		{"GET", "/api/v1/alerts", "", "viewer"},
 		{"GET", "/alerts", "", "viewer"},

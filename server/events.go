@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,7 +26,9 @@ type live struct {
 }
 
 type liveTask struct {
-	Name     string `json:"name"`
+	Name string `json:"name"`
+	// Standby is "hot", or "cold (group)".
+	Standby  string `json:"standby"`
 	Desired  string `json:"desired"`
 	State    string `json:"state"` // cluster.ViewTask's
 	Owner    string `json:"owner"`
@@ -61,7 +64,13 @@ func taskActions(ts core.TaskStatus, lt liveTask) []string {
 }
 
 type liveJob struct {
-	Name      string `json:"name"`
+	Name     string `json:"name"`
+	Schedule string `json:"schedule"`
+	// Defined is "stored", or "file on host, …"; Error why the stored
+	// job is refused.
+	Defined   string `json:"defined"`
+	Error     string `json:"error,omitempty"`
+	Next      string `json:"next,omitempty"` // the next fire time, as pages show times
 	Paused    bool   `json:"paused"`
 	Running   bool   `json:"running"`
 	LastRun   string `json:"lastRun,omitempty"`
@@ -87,6 +96,10 @@ func taskSummary(snap *Snapshot, ts core.TaskStatus) liveTask {
 	lt := liveTask{Name: ts.Name, State: v.State, Owner: v.Owner, Lag: v.LagText(), Error: v.Error}
 	if ts.Spec != nil {
 		lt.Desired = ts.Spec.State
+		lt.Standby = ts.Spec.Standby.Mode
+		if ts.Spec.Standby.Mode == core.ModeCold {
+			lt.Standby += " (" + ts.Spec.Standby.Group + ")"
+		}
 	}
 	if !v.Position.IsZero() {
 		lt.Position = v.Position.String()
@@ -100,7 +113,13 @@ func taskSummary(snap *Snapshot, ts core.TaskStatus) liveTask {
 }
 
 func jobSummary(j JobStatus) liveJob {
-	lj := liveJob{Name: j.Name, Paused: j.Paused, Running: len(j.Running()) > 0}
+	lj := liveJob{Name: j.Name, Schedule: j.Job.Schedule, Defined: "stored", Error: j.Error, Paused: j.Paused, Running: len(j.Running()) > 0}
+	if !j.Stored {
+		lj.Defined = "file on " + strings.Join(j.FileHosts, ", ")
+	}
+	if len(j.Next) > 0 {
+		lj.Next = j.Next[0].UTC().Format(pageTime)
+	}
 	if last := j.Last(); last != nil {
 		lj.LastRun, lj.LastState = last.RunKey, string(last.Status)
 	}

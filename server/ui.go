@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -23,6 +24,9 @@ var templateFS embed.FS
 
 //go:embed static
 var staticFS embed.FS
+
+// pageTime is how pages show a time.
+const pageTime = "2006-01-02 15:04:05Z"
 
 // pages are the UI's templates, each parsed with the layout.
 type pages struct{ t map[string]*template.Template }
@@ -46,7 +50,7 @@ func newPages(lags *lagHistory) (*pages, error) {
 			if t.IsZero() {
 				return ""
 			}
-			return t.UTC().Format("2006-01-02 15:04:05Z")
+			return t.UTC().Format(pageTime)
 		},
 		// human is how long ago t was ("3m ago"), or how far ahead.
 		"human": func(t time.Time) string {
@@ -176,6 +180,9 @@ type taskPage struct {
 	// first, when the spec has others; Reading is the one read now.
 	Candidates []string
 	Reading    string
+	// Standby is the task form's note on its standby: whether a live
+	// core serves it.
+	Standby standbyCheck
 }
 
 // sourceCandidates fills in the page's source candidates.
@@ -193,9 +200,19 @@ func (p *taskPage) sourceCandidates() {
 	p.Reading = p.Spec.ActiveSource(lc).Addr()
 }
 
-type taskRow struct {
-	liveTask
-	Standby string
+// formStandby is the task form's standby note for sp; for a new task
+// (fill) it first sets sp's standby to the default of the live cores.
+// When the cores cannot be read the form keeps hot standby and says so.
+func (s *Server) formStandby(ctx context.Context, sp *core.Spec, fill bool) standbyCheck {
+	rep, err := s.readCores(ctx, "", "", "")
+	if err != nil {
+		return standbyCheck{Mode: sp.Standby.Mode, Group: sp.Standby.Group, Note: "could not read the live cores: " + err.Error()}
+	}
+	if fill {
+		sp.Standby = rep.Default
+	}
+	snap, _ := s.snapshot()
+	return checkStandby(rep.Groups, snap, sp.Standby.Mode, sp.Standby.Group, sp.Name)
 }
 
 func (s *Server) uiRoutes() {
@@ -206,14 +223,7 @@ func (s *Server) uiRoutes() {
 	})
 	s.page("GET /tasks", "tasks", func(r *http.Request, d *pageData) error {
 		d.Title = "Tasks"
-		rows := make([]taskRow, len(d.Snap.Tasks))
-		for i, ts := range d.Snap.Tasks {
-			rows[i] = taskRow{liveTask: taskSummary(d.Snap, ts)}
-			if ts.Spec != nil {
-				rows[i].Standby = ts.Spec.Standby.Mode
-			}
-		}
-		d.Data = rows
+		d.Data = summarize(d.Snap).Tasks
 		return nil
 	})
 	s.page("GET /tasks/{task}", "task", func(r *http.Request, d *pageData) error {
@@ -235,7 +245,7 @@ func (s *Server) uiRoutes() {
 		d.Title = "New task"
 		sp := &core.Spec{State: core.DesiredRunning, Start: core.StartCurrent, Standby: core.Standby{Mode: core.ModeHot},
 			Source: core.SourceEndpoint{Endpoint: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}, Target: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}
-		d.Data = taskPage{Spec: sp}
+		d.Data = taskPage{Spec: sp, Standby: s.formStandby(r.Context(), sp, true)}
 		return nil
 	})
 	s.page("GET /tasks/{task}/edit", "taskform", func(r *http.Request, d *pageData) error {
@@ -250,11 +260,12 @@ func (s *Server) uiRoutes() {
 			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" has no readable spec: "+tv.SpecError)
 		}
 		d.Title = "Edit task " + tv.Name
-		d.Data = taskPage{View: tv, Spec: tv.Spec}
+		d.Data = taskPage{View: tv, Spec: tv.Spec, Standby: s.formStandby(r.Context(), tv.Spec, false)}
 		return nil
 	})
 	s.page("GET /jobs", "jobs", func(r *http.Request, d *pageData) error {
 		d.Title = "Jobs"
+		d.Data = summarize(d.Snap).Jobs
 		return nil
 	})
 	s.page("GET /jobs/{job}", "job", func(r *http.Request, d *pageData) error {

@@ -111,7 +111,7 @@ function specFromForm(form) {
   const sp = {version: 1, name: f.get("name"), source: ep("source"), target: ep("target"),
     filter: {include: lines(f.get("filter.include")), exclude: lines(f.get("filter.exclude"))},
     start: f.get("start"), state: f.get("state"), standby: {mode: f.get("standby.mode")}};
-  if (f.get("standby.group")) sp.standby.group = f.get("standby.group");
+  if (sp.standby.mode === "cold" && f.get("standby.group")) sp.standby.group = f.get("standby.group");
   const hosts = lines(f.get("source.hosts"));
   if (hosts.length) sp.source.hosts = hosts;
   if (f.get("source.failoverAfter")) sp.source.failoverAfter = f.get("source.failoverAfter");
@@ -142,9 +142,41 @@ function showValidation(rep) {
   out.hidden = false;
 }
 
+// wireStandbyNote keeps the note beside the form's standby fields in
+// step with them: whether a live core would run the task as chosen.
+function wireStandbyNote(form) {
+  const mode = document.getElementById("f-standby-mode");
+  const group = document.getElementById("f-standby-group");
+  const name = document.getElementById("f-name");
+  const note = document.getElementById("standby-note");
+  if (!mode || !group || !note) return;
+  let asked = 0, timer = null;
+  const check = async () => {
+    group.disabled = mode.value !== "cold";
+    const n = ++asked;
+    const q = new URLSearchParams({mode: mode.value, group: mode.value === "cold" ? group.value.trim() : "", task: name ? name.value.trim() : ""});
+    try {
+      const {data} = await api("GET", "/api/v1/cores?" + q);
+      if (n !== asked) return; // a newer question is on its way
+      note.textContent = data.check.note;
+      note.className = data.check.ok ? "ok" : "bad";
+    } catch (e) {
+      if (n !== asked) return;
+      note.textContent = "could not read the live cores: " + e.message;
+      note.className = "bad";
+    }
+  };
+  const later = () => { clearTimeout(timer); timer = setTimeout(check, 250); };
+  mode.addEventListener("change", check);
+  group.addEventListener("input", later);
+  if (name) name.addEventListener("input", later);
+  group.disabled = mode.value !== "cold";
+}
+
 function wireTaskForm() {
   const form = document.getElementById("task-form");
   if (!form) return;
+  wireStandbyNote(form);
   document.getElementById("test-connection").addEventListener("click", async () => {
     if (!form.reportValidity()) return;
     try {
@@ -191,8 +223,119 @@ function row(cells, stateCol) {
   return tr;
 }
 
+// liveLists are the lists the event stream keeps whole: each element
+// with data-list="<name>" holds one child per item (data-key), its cells
+// marked data-field. Items of a section the snapshot could not read are
+// left as they are rather than emptied.
+const taskLink = (t) => "/tasks/" + encodeURIComponent(t.name);
+const jobLink = (j) => "/jobs/" + encodeURIComponent(j.name);
+const liveLists = {
+  "tasks": {section: "tasks", items: (s) => s.tasks, cols: [
+    {f: "name", v: (t) => t.name, href: taskLink}, {f: "standby", v: (t) => t.standby}, {f: "desired", v: (t) => t.desired},
+    {f: "state", v: (t) => t.state, cls: "state"}, {f: "owner", v: (t) => t.owner}, {f: "position", v: (t) => t.position},
+    {f: "lag", v: (t) => t.lag}, {f: "error", v: (t) => t.error, cls: "err"}]},
+  "jobs": {section: "jobs", items: (s) => s.jobs, cols: [
+    {f: "name", v: (j) => j.name, href: jobLink}, {f: "schedule", v: (j) => j.schedule},
+    {f: "defined", v: (j) => j.defined + (j.error ? " " + j.error : ""), cls: (j) => j.error ? "err" : ""},
+    {f: "paused", v: (j) => j.paused}, {f: "running", v: (j) => j.running ? "running" : ""},
+    {f: "lastRun", v: (j) => j.lastRun}, {f: "lastState", v: (j) => j.lastState}, {f: "next", v: (j) => j.next}]},
+  "overview-tasks": {section: "tasks", items: (s) => s.tasks, cols: [
+    {f: "name", v: (t) => t.name, href: taskLink}, {f: "state", v: (t) => t.state, cls: "state"}]},
+  "overview-jobs": {section: "jobs", items: (s) => s.jobs, cols: [
+    {f: "name", v: (j) => j.name, href: jobLink}, {f: "lastState", v: (j) => j.lastState}, {f: "paused", v: (j) => j.paused ? "(paused)" : ""}]},
+  "overview-collectors": {section: "collectors", items: (s) => s.collectors, cols: [
+    {f: "name", v: (c) => c.name}, {f: "alive", v: (c) => c.alive ? "alive" : "dead"}]},
+};
+
+// setCell makes a cell show text (in a link to href when given), with
+// class cls, touching the DOM only where it differs.
+function setCell(cell, text, href, cls) {
+  text = text === undefined || text === null ? "" : String(text);
+  if (cell.className !== cls) cell.className = cls;
+  if (!href) {
+    if (cell.children.length || cell.textContent !== text) cell.textContent = text;
+    return;
+  }
+  let a = cell.firstElementChild;
+  if (!a || a.tagName !== "A" || cell.childNodes.length !== 1) {
+    a = document.createElement("a");
+    cell.replaceChildren(a);
+  }
+  if (a.getAttribute("href") !== href) a.setAttribute("href", href);
+  if (a.textContent !== text) a.textContent = text;
+}
+
+// syncList makes the list el show items: rows added, updated in place,
+// removed and kept in the items' order; a placeholder when empty.
+function syncList(el, spec, items) {
+  const row = el.tagName === "TBODY" ? "tr" : "li";
+  const cellTag = row === "tr" ? "td" : "span";
+  const have = new Map();
+  for (const r of Array.from(el.children)) {
+    if (r.dataset.key !== undefined) have.set(r.dataset.key, r);
+    else r.remove(); // the placeholder, or anything else not an item
+  }
+  items.forEach((it, i) => {
+    const key = spec.cols[0].v(it);
+    let r = have.get(key);
+    have.delete(key);
+    if (!r) {
+      r = document.createElement(row);
+      r.dataset.key = key;
+      spec.cols.forEach((c, j) => {
+        if (j && row === "li") r.append(" ");
+        const cell = document.createElement(cellTag);
+        cell.dataset.field = c.f;
+        r.append(cell);
+      });
+    }
+    for (const c of spec.cols) {
+      const cell = r.querySelector(":scope > [data-field='" + c.f + "']");
+      if (cell) setCell(cell, c.v(it), c.href && c.href(it), typeof c.cls === "function" ? c.cls(it) : (c.cls || ""));
+    }
+    if (el.children[i] !== r) el.insertBefore(r, el.children[i] || null);
+  });
+  for (const r of have.values()) r.remove();
+  if (!items.length && el.dataset.empty) {
+    const p = document.createElement(row);
+    const cell = document.createElement(row === "tr" ? "td" : "span");
+    if (row === "tr") cell.colSpan = spec.cols.length;
+    cell.textContent = el.dataset.empty;
+    p.append(cell);
+    el.append(p);
+  }
+}
+
+// syncLists brings every live list and count of the page up to the
+// snapshot s.
+function syncLists(s) {
+  const errors = s.errors || {};
+  for (const el of document.querySelectorAll("[data-list]")) {
+    const spec = liveLists[el.dataset.list];
+    if (spec && !errors[spec.section]) syncList(el, spec, spec.items(s) || []);
+  }
+  for (const el of document.querySelectorAll("[data-count]")) {
+    const spec = liveLists[el.dataset.count];
+    if (!spec || errors[spec.section]) continue;
+    const n = String((spec.items(s) || []).length);
+    if (el.textContent !== n) el.textContent = n;
+  }
+}
+
 function utc(t) {
   return t && !t.startsWith("0001") ? t.replace("T", " ").replace(/\.\d+Z$/, "Z") : "";
+}
+
+// showSpec makes the task page's spec block show the task as just read,
+// so that it never contradicts the state above it.
+function showSpec(data) {
+  const set = (id, text) => {
+    const el = document.getElementById(id);
+    if (el && el.textContent !== text) el.textContent = text;
+  };
+  set("task-spec", data.spec ? JSON.stringify(data.spec, null, 2) : "null");
+  set("task-spec-version", String(data.specVersion));
+  set("task-spec-error", data.specError || "");
 }
 
 // refreshTables re-reads the task's instances or the job's runs, when the
@@ -202,6 +345,7 @@ async function refreshTables() {
   if (inst) {
     try {
       const {data} = await api("GET", "/api/v1/tasks/" + encodeURIComponent(inst.dataset.task));
+      showSpec(data);
       const rows = (data.instances || []).map((i) => row([i.name, i.state.state, i.state.host, i.state.epoch,
         i.state.position.file ? i.state.position.file + ":" + i.state.position.pos : "", i.state.lagSeconds, i.state.rowsPerSecond,
         utc(i.state.since), i.state.error], 1));
@@ -242,12 +386,25 @@ function liveUpdates() {
     const s = JSON.parse(ev.data);
     const readAt = document.getElementById("readAt");
     if (readAt) readAt.textContent = s.readAt.replace("T", " ").replace(/\.\d+Z$/, "Z");
+    syncLists(s);
+    if (status) {
+      const bad = Object.keys(s.errors || {}).map((k) => "could not read " + k + ": " + s.errors[k]);
+      status.textContent = bad.length ? "live; " + bad.join("; ") : "live";
+    }
     for (const t of s.tasks) {
       for (const k of ["state", "desired", "owner", "position", "lag", "error"]) setField("task", t.name, k, t[k]);
       // A task page's buttons show only the actions that apply now.
       for (const b of document.querySelectorAll("[data-applies]")) {
         if (b.dataset.task === t.name) b.hidden = !(t.actions || []).includes(b.dataset.applies);
       }
+    }
+    // A task page whose task has left the snapshot (after being in it:
+    // a task just created may not be in it yet) says so.
+    const page = document.getElementById("instances");
+    if (page && !(s.errors && s.errors.tasks)) {
+      const there = s.tasks.some((t) => t.name === page.dataset.task);
+      if (!there && page.dataset.seen) flash("Task " + page.dataset.task + " no longer exists: it was deleted.", true);
+      if (there) page.dataset.seen = "yes";
     }
     for (const j of s.jobs) {
       setField("job", j.name, "paused", j.paused);
