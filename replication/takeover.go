@@ -147,27 +147,17 @@ func mariadbMissing(flavor string, cp Position, c candidate) (string, error) {
 	if flavor == FlavorMySQL || strings.TrimSpace(c.state) == "" {
 		return "", nil
 	}
-	have := map[[2]uint32]uint64{} // domain, server_id → last seq_no
-	for _, s := range strings.Split(c.state, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		g, err := gomysql.ParseMariadbGTID(s)
-		if err != nil {
-			return "", fmt.Errorf("%s's @@gtid_binlog_state %q: %w", c.id.Name, c.state, err)
-		}
-		have[[2]uint32{g.DomainID, g.ServerID}] = g.SequenceNumber
+	have, err := parseFollowedState(c.state) // the last seq_no of each domain and server_id
+	if err != nil {
+		return "", fmt.Errorf("%s's @@gtid_binlog_state: %w", c.id.Name, err)
+	}
+	want, err := parseFollowedState(cp.GTID)
+	if err != nil {
+		return "", fmt.Errorf("the checkpoint's: %w", err)
 	}
 	var missing []string
-	for _, s := range strings.Split(cp.GTID, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		g, err := gomysql.ParseMariadbGTID(s)
-		if err != nil {
-			return "", fmt.Errorf("checkpoint GTID state %q: %w", cp.GTID, err)
-		}
-		if have[[2]uint32{g.DomainID, g.ServerID}] < g.SequenceNumber {
+	for _, g := range want {
+		if !have.covers(g.DomainID, g.ServerID, g.SequenceNumber) {
 			missing = append(missing, g.String())
 		}
 	}
@@ -217,17 +207,14 @@ func mariadbErrant(cp Position, followed string, c candidate) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the history the target followed: %w", err)
 	}
+	// A MariadbGTIDSet keeps one GTID per domain: a binlog state has one
+	// per domain and server_id.
+	state, err := parseFollowedState(c.state)
+	if err != nil {
+		return "", fmt.Errorf("%s's @@gtid_binlog_state: %w", c.id.Name, err)
+	}
 	var errant []string
-	// A MariadbGTIDSet keeps one GTID per domain: the entries of a
-	// binlog state are parsed one by one.
-	for _, s := range strings.Split(c.state, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		g, err := gomysql.ParseMariadbGTID(s)
-		if err != nil {
-			return "", fmt.Errorf("%s's @@gtid_binlog_state %q: %w", c.id.Name, c.state, err)
-		}
+	for _, g := range state {
 		last, inDomain := at[g.DomainID]
 		switch {
 		case !inDomain:
