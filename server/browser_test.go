@@ -242,6 +242,25 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	b.run("znode browser", chromedp.Navigate(hs.URL+"/znodes?path=/mysql_replicator/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#znode")))
 	b.shot("znodes")
 
+	// Every page fits a phone (420 px) and a wide screen without
+	// scrolling sideways; states are coloured (a stopped task is muted).
+	for _, width := range []int64{420, 1920} {
+		b.run(fmt.Sprintf("a %d px window", width), chromedp.EmulateViewport(width, 900))
+		for _, page := range []string{"/", "/tasks", "/tasks/orders", "/jobs", "/jobs/nightly-report", "/collectors", "/coord", "/alerts", "/audit", "/users"} {
+			b.run("open "+page, chromedp.Navigate(hs.URL+page), chromedp.WaitVisible(chromedp.CSS("main")))
+			if over := browserValue(b, "measure "+page, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`)); over > 0 {
+				t.Errorf("%s at %d px is %d px wider than the window", page, width, over)
+			}
+		}
+		b.run("the tasks list", chromedp.Navigate(hs.URL+"/tasks"), chromedp.WaitVisible(chromedp.CSS("#tasks")))
+		b.shot(fmt.Sprintf("tasks-%dpx", width))
+	}
+	colour := browserValue(b, "the stopped task's colour", chromedp.Evaluate[string](`getComputedStyle(document.querySelector('#tasks [data-field="state"]')).color`))
+	if colour != "rgb(95, 107, 120)" {
+		t.Errorf("a STOPPED task's state is drawn in %s, want the muted colour", colour)
+	}
+	b.run("back to a desktop window", chromedp.EmulateViewport(1280, 900))
+
 	// A viewer sees the task but no control.
 	b.run("log out", chromedp.Click(chromedp.CSS("form[action='/logout'] button")), chromedp.WaitVisible(chromedp.CSS("#login")))
 	b.login("victor")

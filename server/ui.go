@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +33,26 @@ const pageTime = "2006-01-02 15:04:05Z"
 type pages struct{ t map[string]*template.Template }
 
 var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "collectors", "coord", "alerts", "audit", "users", "znodes"}
+
+// humanSeconds renders seconds as "850ms", "12.5s" or "3m5s".
+func humanSeconds(x float64) string {
+	d := time.Duration(x * float64(time.Second))
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// humanRate renders a rate per second: one decimal below 10, else whole.
+func humanRate(x float64) string {
+	if x < 10 {
+		return strconv.FormatFloat(x, 'f', 1, 64) + "/s"
+	}
+	return strconv.FormatFloat(x, 'f', 0, 64) + "/s"
+}
 
 // newPages parses the templates; lags feeds the collectors' rates.
 func newPages(lags *lagHistory) (*pages, error) {
@@ -73,9 +94,13 @@ func newPages(lags *lagHistory) (*pages, error) {
 			}
 			return "…"
 		},
-		"parent": path.Dir,
-		"child":  func(dir, name string) string { return path.Join(dir, name) },
-		"join":   strings.Join,
+		// secs and perSecond render an instance's lag and rate for
+		// people (console.js has the same two).
+		"secs":      humanSeconds,
+		"perSecond": humanRate,
+		"parent":    path.Dir,
+		"child":     func(dir, name string) string { return path.Join(dir, name) },
+		"join":      strings.Join,
 		// endpoint feeds taskform's "endpoint" block, one per side of a task.
 		"endpoint": func(legend, key string, e core.Endpoint) endpointField {
 			return endpointField{Legend: legend, Key: key, E: e}

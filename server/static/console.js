@@ -347,8 +347,8 @@ async function refreshTables() {
       const {data} = await api("GET", "/api/v1/tasks/" + encodeURIComponent(inst.dataset.task));
       showSpec(data);
       const rows = (data.instances || []).map((i) => row([i.name, i.state.state, i.state.host, i.state.epoch,
-        i.state.position.file ? i.state.position.file + ":" + i.state.position.pos : "", i.state.lagSeconds, i.state.rowsPerSecond,
-        utc(i.state.since), i.state.error], 1));
+        i.state.position.file ? i.state.position.file + ":" + i.state.position.pos : "", i.state.state === "RUNNING" ? secs(i.state.lagSeconds) : "-",
+        perSecond(i.state.rowsPerSecond), utc(i.state.since), i.state.error], 1));
       inst.tBodies[0].replaceChildren(...(rows.length ? rows : [row(["No core stands by for this task."])]));
     } catch (e) { /* the next snapshot tries again */ }
   }
@@ -362,6 +362,30 @@ async function refreshTables() {
         : row([r.runKey, r.running ? "running" : "pending"], 1));
       runs.tBodies[0].replaceChildren(...(rows.length ? rows : [row(["No runs yet."])]));
     } catch (e) { /* the next snapshot tries again */ }
+  }
+}
+
+// secs and perSecond render a duration in seconds and a rate for people,
+// as the server's templates do (secs, perSecond in ui.go).
+function secs(x) {
+  if (x === undefined || x === null) return "";
+  if (x < 1) return Math.round(x * 1000) + "ms";
+  if (x < 60) return (Math.round(x * 10) / 10) + "s";
+  const m = Math.floor(x / 60);
+  return m + "m" + Math.round(x - m * 60) + "s";
+}
+
+function perSecond(x) {
+  if (!x) return "0/s";
+  return (x < 10 ? Math.round(x * 10) / 10 : Math.round(x).toLocaleString("en")) + "/s";
+}
+
+// tintStates marks every state cell with its state (data-state), which
+// the stylesheet colours; run after every change of the page.
+function tintStates() {
+  for (const el of document.querySelectorAll(".state")) {
+    const st = el.textContent.trim();
+    if (el.dataset.state !== st) el.dataset.state = st;
   }
 }
 
@@ -417,11 +441,13 @@ function liveUpdates() {
       setField("collector", c.name, "lines", c.lines);
     }
     showBanner(s.alerts);
-    refreshTables();
+    tintStates();
+    refreshTables().then(tintStates);
   });
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  tintStates();
   wireActions();
   wireTaskForm();
   liveUpdates();
