@@ -51,13 +51,24 @@ import (
 // connection. Nothing else in the library uses a reply's zxid: request
 // (conn.go:931) returns it and every caller drops it.
 //
-// The value written into a connection's requests is the zxid as it stood
-// when that connection was dialled, before any of its own replies: the
-// last one the previous connection saw. That is what the Java client
+// The value written into a reconnection's requests is the zxid as it
+// stood when that connection was dialled, before any of its own replies:
+// the last one the previous connection saw. That is what the Java client
 // sends (it primes a connection with setWatches ahead of queued
 // requests), and it is safe: a watch re-sent relative to an older zxid
 // can fire once more than needed, never miss a change. go-zookeeper's own
 // read could pick up a reply of the new connection and miss one.
+//
+// A session's first connection is different: it has no earlier watches,
+// so a setWatches it sends re-sends only watches its own replies set,
+// which the server holds already — and re-sent relative to the dial-time
+// zxid (0) each would fire at once for a node that merely exists
+// (NodeDataChanged for any node changed since zxid 0): a change that did
+// not happen, printed by `ctl watch`. There the newest reply's zxid is
+// written instead. It is at least the zxid of every reply that
+// registered a watch: Read records a reply's zxid before go-zookeeper
+// parses it and registers the watch, and sendSetWatches reads the
+// watches under the same lock the registration takes.
 //
 // One monitor serves one zk.Conn, across all the TCP connections that
 // zk.Conn dials; per-connection parsing state lives in wireConn.
@@ -103,6 +114,9 @@ func (m *wireMonitor) dialer() func(network, address string, timeout time.Durati
 func (m *wireMonitor) wrap(c net.Conn) *wireConn {
 	w := &wireConn{Conn: c, mon: m, pending: map[int32][]time.Time{}}
 	binary.BigEndian.PutUint64(w.seen[:], uint64(m.lastZxid.Load()))
+	m.mu.Lock()
+	w.fresh = m.sessionID == 0
+	m.mu.Unlock()
 	return w
 }
 
@@ -164,6 +178,10 @@ type wireConn struct {
 	net.Conn
 	mon  *wireMonitor
 	seen [8]byte // the monitor's lastZxid when dialled, big-endian
+	// fresh: dialled with no session (the first connection, or the one
+	// after an expiry), so no watch is older than this connection.
+	fresh bool
+	rel   [8]byte // the writing side's relativeZxid of the setWatches it writes
 
 	wr, rd frameScanner // owned by the writing and the reading side
 	out    []byte       // the writing side's copy of a packet it edits
@@ -217,7 +235,8 @@ func (c *wireConn) Write(p []byte) (int, error) {
 // requestZxid puts back the zxid go-zookeeper would have written at body
 // offset len(head) of a request: lastZxidSeen of the connect request
 // (protocolVersion int32, lastZxidSeen int64, …) and relativeZxid of
-// setWatches (xid int32, type int32, relativeZxid int64, …).
+// setWatches (xid int32, type int32, relativeZxid int64, …): the zxid
+// when dialled, or on a fresh connection the newest reply's.
 func (c *wireConn) requestZxid(first bool, head []byte) (byte, bool) {
 	at := len(head)
 	switch {
@@ -225,9 +244,16 @@ func (c *wireConn) requestZxid(first bool, head []byte) (byte, bool) {
 		return c.seen[at-4], true
 	case !first && at >= 8 && at < 16:
 		op := int32(binary.BigEndian.Uint32(head[4:8]))
-		if op == opSetWatches || op == opSetWatches2 {
-			return c.seen[at-8], true
+		if op != opSetWatches && op != opSetWatches2 {
+			return 0, false
 		}
+		if at == 8 { // the field's first byte: choose its value (see wireMonitor)
+			c.rel = c.seen
+			if c.fresh {
+				binary.BigEndian.PutUint64(c.rel[:], uint64(c.mon.lastZxid.Load()))
+			}
+		}
+		return c.rel[at-8], true
 	}
 	return 0, false
 }

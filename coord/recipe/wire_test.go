@@ -286,3 +286,51 @@ func TestUnansweredHandshakeIsRetried(t *testing.T) {
 		}
 	})
 }
+
+// TestSetWatchesOfAFirstConnectionIsRelativeToItsReplies: on a session's
+// first connection go-zookeeper can send setWatches after replies of that
+// connection registered watches (its connection goroutine reaches
+// sendSetWatches late on a loaded machine). Relative to zxid 0, the
+// server would fire each at once for a node that merely exists:
+// `ctl watch -R` printed "NodeDataChanged /r" for a change nobody made
+// (TestWatchRecursive, in CI). A first connection re-sends them relative
+// to its newest reply; a reconnection still relative to the zxid it was
+// dialled with, so that watches of the connection before miss nothing.
+func TestSetWatchesOfAFirstConnectionIsRelativeToItsReplies(t *testing.T) {
+	setWatches := frame(be32(9), be32(opSetWatches), be64(0), be32(1), be32(2), []byte("/r"), be32(0), be32(0))
+	connectReq := frame(be32(0), be64(0), be32(4000), be64(0), be32(16), bytes.Repeat([]byte{7}, 16))
+	relative := func(sent []byte) int64 {
+		sent = sent[len(connectReq):]
+		return int64(binary.BigEndian.Uint64(sent[4+8 : 4+16]))
+	}
+	connectResp := frame(be32(0), be32(4000), be64(0x77), be32(16), bytes.Repeat([]byte{7}, 16))
+	watchReply := frame(be32(1), be64(0x40), be32(0), be32(0)) // an exists() that set a watch, at zxid 0x40
+	for _, tt := range []struct {
+		name     string
+		session  int64 // the monitor's session when the connection is dialled
+		lastZxid int64
+		want     int64
+	}{
+		{"first connection", 0, 0, 0x40},
+		{"reconnection", 0x77, 0x30, 0x30},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &wireMonitor{sessionID: tt.session}
+			m.lastZxid.Store(tt.lastZxid)
+			fc := &pieceConn{r: rand.New(rand.NewPCG(5, 6)), in: slices.Concat(connectResp, watchReply)}
+			c := m.wrap(fc)
+			if _, err := c.Write(connectReq); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadAll(c); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Write(setWatches); err != nil {
+				t.Fatal(err)
+			}
+			if got := relative(fc.written.Bytes()); got != tt.want {
+				t.Fatalf("setWatches relative to zxid %#x, want %#x", got, tt.want)
+			}
+		})
+	}
+}
