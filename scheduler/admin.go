@@ -44,6 +44,14 @@ func (a *Admin) StoreJob(ctx context.Context, j Job) error {
 	})
 }
 
+// nodeName reports whether name is a node's name in /scheduler/jobs and
+// /master_election, and not a path to another node (a name from a URL).
+// Only that: a stored job of a bad name is read, and refused by the
+// decoder, so that readers show why.
+func nodeName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.Contains(name, "/")
+}
+
 // AnyVersion is the version of an unconditional UpdateJob.
 const AnyVersion int32 = -1
 
@@ -115,9 +123,7 @@ func (a *Admin) LoadJob(ctx context.Context, name string) (Job, error) {
 // conditional updates (the console's ETag); a refused job comes with its
 // version and ErrInvalidJob.
 func (a *Admin) JobVersion(ctx context.Context, name string) (Job, int32, error) {
-	// Only what would read another node: a node of any other name is
-	// read, and refused by the decoder if its name is bad.
-	if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+	if !nodeName(name) {
 		return Job{}, 0, fmt.Errorf("%w: %q is not a job name", ErrNoSuchJob, name)
 	}
 	data, st, err := a.s.Retrying().Get(ctx, JobPath(name))
@@ -370,6 +376,9 @@ func (a *Admin) Jobs(ctx context.Context, runs int) ([]JobStatus, []SchedulerInf
 // that is refused is returned with its Error.
 func (a *Admin) Job(ctx context.Context, name string, runs int) (JobStatus, error) {
 	js := JobStatus{Name: name, Job: Job{Name: name}}
+	if !nodeName(name) {
+		return js, fmt.Errorf("%w: %q is not a job name", ErrNoSuchJob, name)
+	}
 	j, err := a.LoadJob(ctx, name)
 	switch {
 	case errors.Is(err, ErrNoSuchJob):

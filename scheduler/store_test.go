@@ -246,8 +246,13 @@ func TestCreateAndUpdateJobConditionally(t *testing.T) {
 		if got, v2, err := a.JobVersion(ctx, "cond"); err != nil || got.Schedule != "@hourly" || v2 != v+1 {
 			t.Fatalf("after update: %+v, %d, %v", got, v2, err)
 		}
-		if _, _, err := a.JobVersion(ctx, ".."); !errors.Is(err, ErrNoSuchJob) {
-			t.Errorf("JobVersion(..) = %v, want ErrNoSuchJob", err)
+		for _, name := range []string{"..", "a/b", ""} {
+			if _, _, err := a.JobVersion(ctx, name); !errors.Is(err, ErrNoSuchJob) {
+				t.Errorf("JobVersion(%q) = %v, want ErrNoSuchJob", name, err)
+			}
+			if _, err := a.Job(ctx, name, 0); !errors.Is(err, ErrNoSuchJob) {
+				t.Errorf("Job(%q) = %v, want ErrNoSuchJob", name, err)
+			}
 		}
 	})
 }
