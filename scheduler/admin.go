@@ -44,17 +44,97 @@ func (a *Admin) StoreJob(ctx context.Context, j Job) error {
 	})
 }
 
+// nodeName reports whether name is a node's name in /scheduler/jobs and
+// /master_election, and not a path to another node (a name from a URL).
+// Only that: a stored job of a bad name is read, and refused by the
+// decoder, so that readers show why.
+func nodeName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.Contains(name, "/")
+}
+
+// AnyVersion is the version of an unconditional UpdateJob.
+const AnyVersion int32 = -1
+
+// CreateJob validates j and stores it at /scheduler/jobs/<name> unless a
+// job of that name is stored already (ErrJobExists): the console's "New
+// job", which must not replace a job by accident as StoreJob does.
+func (a *Admin) CreateJob(ctx context.Context, j Job) error {
+	if err := j.Validate(); err != nil {
+		return err
+	}
+	s, data, tries := a.s, j.Encode(), 0
+	err := s.Retry(ctx, func() error {
+		tries++
+		if err := s.EnsurePath(ctx, JobsPath); err != nil {
+			return err
+		}
+		_, err := s.Create(ctx, JobPath(j.Name), data, zk.FlagPersistent, nil)
+		if errors.Is(err, zk.ErrNodeExists) && tries > 1 {
+			// Our own create whose reply was lost, or another job.
+			if got, _, gerr := s.Get(ctx, JobPath(j.Name)); gerr == nil && bytes.Equal(got, data) {
+				return nil
+			}
+		}
+		return err
+	})
+	if errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("%w: %q is stored in %s already: edit it, or remove it first", ErrJobExists, j.Name, JobsPath)
+	}
+	return err
+}
+
+// UpdateJob validates j and replaces the stored job of its name if its
+// node is still at version (AnyVersion: whatever it is):
+// ErrVersionConflict if it changed since, ErrNoSuchJob if it is not
+// stored.
+func (a *Admin) UpdateJob(ctx context.Context, j Job, version int32) error {
+	if err := j.Validate(); err != nil {
+		return err
+	}
+	s, data, tries := a.s, j.Encode(), 0
+	err := s.Retry(ctx, func() error {
+		tries++
+		_, err := s.Set(ctx, JobPath(j.Name), data, version)
+		if errors.Is(err, zk.ErrBadVersion) && tries > 1 {
+			// Our own set whose reply was lost moved the version on.
+			if got, st, gerr := s.Get(ctx, JobPath(j.Name)); gerr == nil && bytes.Equal(got, data) && st.Version == version+1 {
+				return nil
+			}
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrBadVersion):
+		return fmt.Errorf("%w: job %s is no longer at version %d: read it again", ErrVersionConflict, j.Name, version)
+	case errors.Is(err, zk.ErrNoNode):
+		return fmt.Errorf("%w: %q is not stored in %s", ErrNoSuchJob, j.Name, JobsPath)
+	}
+	return err
+}
+
 // LoadJob reads one stored job: ErrNoSuchJob if it is not stored,
 // ErrInvalidJob if it does not decode or names another job.
 func (a *Admin) LoadJob(ctx context.Context, name string) (Job, error) {
-	data, _, err := a.s.Retrying().Get(ctx, JobPath(name))
+	j, _, err := a.JobVersion(ctx, name)
+	return j, err
+}
+
+// JobVersion is LoadJob with the version of the job's node, for
+// conditional updates (the console's ETag); a refused job comes with its
+// version and ErrInvalidJob.
+func (a *Admin) JobVersion(ctx context.Context, name string) (Job, int32, error) {
+	if !nodeName(name) {
+		return Job{}, 0, fmt.Errorf("%w: %q is not a job name", ErrNoSuchJob, name)
+	}
+	data, st, err := a.s.Retrying().Get(ctx, JobPath(name))
 	if errors.Is(err, zk.ErrNoNode) {
-		return Job{}, fmt.Errorf("%w: %q is not stored in %s", ErrNoSuchJob, name, JobsPath)
+		return Job{}, 0, fmt.Errorf("%w: %q is not stored in %s", ErrNoSuchJob, name, JobsPath)
 	}
 	if err != nil {
-		return Job{}, err
+		return Job{}, 0, err
 	}
-	return decodeStoredJob(name, data)
+	j, err := decodeStoredJob(name, data)
+	return j, st.Version, err
 }
 
 // decodeStoredJob is the one decoder of /scheduler/jobs/<name>, used by
@@ -296,6 +376,9 @@ func (a *Admin) Jobs(ctx context.Context, runs int) ([]JobStatus, []SchedulerInf
 // that is refused is returned with its Error.
 func (a *Admin) Job(ctx context.Context, name string, runs int) (JobStatus, error) {
 	js := JobStatus{Name: name, Job: Job{Name: name}}
+	if !nodeName(name) {
+		return js, fmt.Errorf("%w: %q is not a job name", ErrNoSuchJob, name)
+	}
 	j, err := a.LoadJob(ctx, name)
 	switch {
 	case errors.Is(err, ErrNoSuchJob):

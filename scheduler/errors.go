@@ -15,6 +15,11 @@ var (
 	// ErrJobRefused reports a stored job the scheduler will not run
 	// because a jobs-file job has its name.
 	ErrJobRefused = errors.New("scheduler: stored job refused")
+	// ErrJobExists reports a CreateJob of a name already stored.
+	ErrJobExists = errors.New("scheduler: job exists")
+	// ErrVersionConflict reports a conditional UpdateJob that found the
+	// stored job changed since the version the caller read.
+	ErrVersionConflict = errors.New("scheduler: stored job changed since it was read")
 	// ErrUnknownFunc reports a job naming a Go function nobody registered.
 	ErrUnknownFunc = errors.New("scheduler: unknown job function")
 )

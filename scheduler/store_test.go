@@ -208,3 +208,51 @@ func TestStoredJobNamedOtherwiseIsRefusedByAll(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateAndUpdateJobConditionally: CreateJob refuses a name already
+// stored (StoreJob replaces it); UpdateJob replaces a job only at the
+// version read, and neither stores an invalid job.
+func TestCreateAndUpdateJobConditionally(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx := context.Background()
+		a := NewAdmin(dial(t, connect))
+		j := Job{Name: "cond", Schedule: "@daily", Command: "/bin/true"}
+		if err := a.UpdateJob(ctx, j, AnyVersion); !errors.Is(err, ErrNoSuchJob) {
+			t.Fatalf("update before create = %v, want ErrNoSuchJob", err)
+		}
+		if err := a.CreateJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.CreateJob(ctx, j); !errors.Is(err, ErrJobExists) {
+			t.Fatalf("second create = %v, want ErrJobExists", err)
+		}
+		if err := a.CreateJob(ctx, Job{Name: "bad", Schedule: "nope", Command: "x"}); !errors.Is(err, ErrInvalidJob) || !strings.Contains(err.Error(), "schedule") {
+			t.Fatalf("create of a bad job = %v, want ErrInvalidJob naming schedule", err)
+		}
+		got, v, err := a.JobVersion(ctx, "cond")
+		if err != nil || got.Schedule != "@daily" {
+			t.Fatalf("JobVersion = %+v, %d, %v", got, v, err)
+		}
+		j.Schedule = "@hourly"
+		if err := a.UpdateJob(ctx, j, v+1); !errors.Is(err, ErrVersionConflict) {
+			t.Fatalf("update at a wrong version = %v, want ErrVersionConflict", err)
+		}
+		if err := a.UpdateJob(ctx, j, v); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.UpdateJob(ctx, j, v); !errors.Is(err, ErrVersionConflict) {
+			t.Fatalf("update at the version before = %v, want ErrVersionConflict", err)
+		}
+		if got, v2, err := a.JobVersion(ctx, "cond"); err != nil || got.Schedule != "@hourly" || v2 != v+1 {
+			t.Fatalf("after update: %+v, %d, %v", got, v2, err)
+		}
+		for _, name := range []string{"..", "a/b", ""} {
+			if _, _, err := a.JobVersion(ctx, name); !errors.Is(err, ErrNoSuchJob) {
+				t.Errorf("JobVersion(%q) = %v, want ErrNoSuchJob", name, err)
+			}
+			if _, err := a.Job(ctx, name, 0); !errors.Is(err, ErrNoSuchJob) {
+				t.Errorf("Job(%q) = %v, want ErrNoSuchJob", name, err)
+			}
+		}
+	})
+}

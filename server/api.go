@@ -50,8 +50,12 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/jobs", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
 		return map[string]any{"jobs": snap.Jobs, "schedulers": snap.Schedulers, "error": snap.Errors[cluster.SectionJobs]}
 	}))
+	s.handle("POST /api/v1/jobs", auth.Admin, s.apiCreateJob)
 	s.handle("GET /api/v1/jobs/{job}", auth.Viewer, s.apiJob)
+	s.handle("PUT /api/v1/jobs/{job}", auth.Admin, s.apiUpdateJob)
+	s.handle("DELETE /api/v1/jobs/{job}", auth.Admin, s.apiDeleteJob)
 	s.handle("GET /api/v1/jobs/{job}/runs", auth.Viewer, s.apiJobRuns)
+	s.handle("GET /api/v1/jobs/{job}/runs/{run}/output", auth.Viewer, s.apiJobRunOutput)
 	s.handle("POST /api/v1/jobs/{job}/run", auth.Operator, s.apiJobRun)
 	s.handle("POST /api/v1/jobs/{job}/pause", auth.Operator, s.apiJobPause(true))
 	s.handle("POST /api/v1/jobs/{job}/resume", auth.Operator, s.apiJobPause(false))
@@ -148,17 +152,18 @@ func etag(version int32) string { return `"` + strconv.Itoa(int(version)) + `"` 
 // is refused with 412 rather than read as a number: "-1" would otherwise
 // be ZooKeeper's "any version" and overwrite a concurrent edit, and "*"
 // would mean any version too.
-func ifMatch(r *http.Request) (int32, error) {
+// read is the request whose ETag is wanted, for the messages.
+func ifMatch(r *http.Request, read string) (int32, error) {
 	h := strings.TrimSpace(r.Header.Get("If-Match"))
 	if h == "" {
-		return 0, errorf(http.StatusPreconditionRequired, "if_match_required", "send If-Match with the ETag of the task as read (GET /api/v1/tasks/{task}), so that a concurrent change is not overwritten")
+		return 0, errorf(http.StatusPreconditionRequired, "if_match_required", "send If-Match with the ETag of "+read+" as read, so that a concurrent change is not overwritten")
 	}
 	tag := strings.TrimPrefix(h, "W/")
 	digits, quoted := strings.CutPrefix(tag, `"`)
 	digits, closed := strings.CutSuffix(digits, `"`)
 	v, err := strconv.ParseInt(digits, 10, 32)
 	if !quoted || !closed || err != nil || v < 0 || strconv.FormatInt(v, 10) != digits {
-		return 0, errorf(http.StatusPreconditionFailed, "version_conflict", "If-Match "+strconv.Quote(h)+" is not a version of the task: send the ETag of GET /api/v1/tasks/{task} as read")
+		return 0, errorf(http.StatusPreconditionFailed, "version_conflict", "If-Match "+strconv.Quote(h)+" is not a version: send the ETag of "+read+" as read")
 	}
 	return int32(v), nil
 }
@@ -255,7 +260,7 @@ func (s *Server) apiCreateTask(w http.ResponseWriter, r *http.Request, p princip
 
 func (s *Server) apiUpdateTask(w http.ResponseWriter, r *http.Request, p principal) error {
 	name := r.PathValue("task")
-	version, err := ifMatch(r)
+	version, err := ifMatch(r, "GET /api/v1/tasks/{task}")
 	if err != nil {
 		return err
 	}
@@ -331,7 +336,7 @@ func (s *Server) apiDeleteTask(w http.ResponseWriter, r *http.Request, p princip
 		return err
 	}
 	if r.Header.Get("If-Match") != "" {
-		want, err := ifMatch(r)
+		want, err := ifMatch(r, "GET /api/v1/tasks/{task}")
 		if err != nil {
 			return err
 		}
@@ -474,29 +479,8 @@ func (s *Server) apiValidate(w http.ResponseWriter, r *http.Request, p principal
 	return nil
 }
 
-func (s *Server) job(name string) (JobStatus, error) {
-	snap, err := s.snapshot()
-	if err != nil {
-		return JobStatus{}, err
-	}
-	j, ok := snap.Job(name)
-	if !ok {
-		return JobStatus{}, fmt.Errorf("%w: %s", scheduler.ErrNoSuchJob, name)
-	}
-	return j, nil
-}
-
-func (s *Server) apiJob(w http.ResponseWriter, r *http.Request, p principal) error {
-	j, err := s.job(r.PathValue("job"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, j)
-	return nil
-}
-
 func (s *Server) apiJobRuns(w http.ResponseWriter, r *http.Request, p principal) error {
-	j, err := s.job(r.PathValue("job"))
+	j, err := s.job(r.Context(), r.PathValue("job"))
 	if err != nil {
 		return err
 	}
@@ -506,7 +490,7 @@ func (s *Server) apiJobRuns(w http.ResponseWriter, r *http.Request, p principal)
 
 func (s *Server) apiJobRun(w http.ResponseWriter, r *http.Request, p principal) error {
 	name := r.PathValue("job")
-	if _, err := s.job(name); err != nil {
+	if _, err := s.job(r.Context(), name); err != nil {
 		return err
 	}
 	key, err := scheduler.NewAdmin(s.deps.Session).Trigger(r.Context(), name, s.deps.Now())
@@ -521,7 +505,7 @@ func (s *Server) apiJobRun(w http.ResponseWriter, r *http.Request, p principal) 
 func (s *Server) apiJobPause(paused bool) handler {
 	return func(w http.ResponseWriter, r *http.Request, p principal) error {
 		name := r.PathValue("job")
-		j, err := s.job(name)
+		j, err := s.job(r.Context(), name)
 		if err != nil {
 			return err
 		}

@@ -148,6 +148,7 @@ func TestEveryRouteChecksTheRole(t *testing.T) {
 		{"GET", "/api/v1/jobs", "", "viewer"},
 		{"GET", "/api/v1/jobs/nightly", "", "viewer"},
 		{"GET", "/api/v1/jobs/nightly/runs", "", "viewer"},
+		{"GET", "/api/v1/jobs/nightly/runs/2026-11-22/output", "", "viewer"},
 		{"GET", "/api/v1/collectors", "", "viewer"},
 		{"GET", "/api/v1/sources", "", "viewer"},
 		{"GET", "/api/v1/coord", "", "viewer"},
@@ -189,6 +190,11 @@ func TestEveryRouteChecksTheRole(t *testing.T) {
 		{"POST", "/api/v1/tasks/orders/skip-event", `{"confirm":"orders"}`, "admin"},
 		{"POST", "/api/v1/sources", `{"add":["file:///var/log/app/*.log"]}`, "admin"},
 		{"DELETE", "/api/v1/tasks/second", "", "admin"},
+		{"GET", "/new/job", "", "admin"},
+		{"GET", "/jobs/nightly/edit", "", "admin"},
+		{"POST", "/api/v1/jobs", `{"name":"second-job","schedule":"@daily","command":"/bin/true"}`, "admin"},
+		{"PUT", "/api/v1/jobs/second-job", `{"name":"second-job","schedule":"@hourly","command":"/bin/true"}`, "admin"},
+		{"DELETE", "/api/v1/jobs/second-job", "", "admin"},
 	}
 	rank := map[string]int{"viewer": 1, "operator": 2, "admin": 3}
 	anon := c.anonymous()

@@ -75,6 +75,16 @@ type liveJob struct {
 	Running   bool   `json:"running"`
 	LastRun   string `json:"lastRun,omitempty"`
 	LastState string `json:"lastState,omitempty"`
+	// Runs are the job's runs in the snapshot, oldest first: the jobs
+	// page's run grid.
+	Runs []liveRun `json:"runs"`
+}
+
+// liveRun is one cell of the run grid: a run and its state, the status
+// of its result or "running" or "pending".
+type liveRun struct {
+	Key   string `json:"key"`
+	State string `json:"state"`
 }
 
 type liveCollector struct {
@@ -122,6 +132,17 @@ func jobSummary(j JobStatus) liveJob {
 	}
 	if last := j.Last(); last != nil {
 		lj.LastRun, lj.LastState = last.RunKey, string(last.Status)
+	}
+	lj.Runs = make([]liveRun, 0, len(j.Runs))
+	for _, r := range slices.Backward(j.Runs) {
+		lr := liveRun{Key: r.RunKey, State: "pending"}
+		switch {
+		case r.Result != nil:
+			lr.State = string(r.Result.Status)
+		case r.Running:
+			lr.State = "running"
+		}
+		lj.Runs = append(lj.Runs, lr)
 	}
 	return lj
 }

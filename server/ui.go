@@ -5,17 +5,20 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/monitor"
+	"github.com/shepherd-dev/shepherd/scheduler"
 	"github.com/shepherd-dev/shepherd/server/audit"
 	"github.com/shepherd-dev/shepherd/server/auth"
 )
@@ -32,7 +35,7 @@ const pageTime = "2006-01-02 15:04:05Z"
 // pages are the UI's templates, each parsed with the layout.
 type pages struct{ t map[string]*template.Template }
 
-var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "collectors", "coord", "alerts", "audit", "users", "znodes"}
+var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "jobform", "collectors", "coord", "alerts", "audit", "users", "znodes"}
 
 // humanSeconds renders seconds as "850ms", "12.5s" or "3m5s".
 func humanSeconds(x float64) string {
@@ -290,16 +293,42 @@ func (s *Server) uiRoutes() {
 	})
 	s.page("GET /jobs", "jobs", func(r *http.Request, d *pageData) error {
 		d.Title = "Jobs"
-		d.Data = summarize(d.Snap).Jobs
+		d.Data = jobsPage{Jobs: summarize(d.Snap).Jobs, States: gridStates}
 		return nil
 	})
 	s.page("GET /jobs/{job}", "job", func(r *http.Request, d *pageData) error {
-		j, err := s.job(r.PathValue("job"))
+		v, err := s.readJob(r.Context(), r.PathValue("job"))
 		if err != nil {
 			return err
 		}
-		d.Title = "Job " + j.Name
-		d.Data, d.Own = j, d.Alerts.Firing("job", j.Name)
+		d.Title = "Job " + v.Name
+		d.Data, d.Own = v, d.Alerts.Firing("job", v.Name)
+		return nil
+	})
+	s.page("GET /new/job", "jobform", func(r *http.Request, d *pageData) error {
+		if !d.CanAdmin {
+			return errorf(http.StatusForbidden, "forbidden", "defining jobs needs the admin role")
+		}
+		d.Title = "New job"
+		d.Data = newJobForm(scheduler.Job{}, nil)
+		return nil
+	})
+	s.page("GET /jobs/{job}/edit", "jobform", func(r *http.Request, d *pageData) error {
+		if !d.CanAdmin {
+			return errorf(http.StatusForbidden, "forbidden", "editing jobs needs the admin role")
+		}
+		name := r.PathValue("job")
+		j, version, err := scheduler.NewAdmin(s.deps.Session).JobVersion(r.Context(), name)
+		switch {
+		case errors.Is(err, scheduler.ErrNoSuchJob):
+			return fmt.Errorf("%w (a job of a scheduler's jobs file is edited in that file)", err)
+		case errors.Is(err, scheduler.ErrInvalidJob):
+			return errorf(http.StatusConflict, "invalid", "job "+name+" cannot be read to edit it: "+err.Error()+": store it again (shepherd ctl job add) or delete it")
+		case err != nil:
+			return err
+		}
+		d.Title = "Edit job " + name
+		d.Data = newJobForm(j, &version)
 		return nil
 	})
 	s.page("GET /collectors", "collectors", func(r *http.Request, d *pageData) error {
@@ -349,6 +378,37 @@ func (s *Server) uiRoutes() {
 		d.Data = auditPage{Security: stream == streamSecurity, Rows: auditRows(entries)}
 		return nil
 	})
+}
+
+// jobsPage is the data of the jobs page: the jobs list and the run grid,
+// both from the snapshot's summary the event stream sends.
+type jobsPage struct {
+	Jobs   []liveJob
+	States []string // the grid's legend
+}
+
+// gridStates are the states a run grid cell is coloured by.
+var gridStates = []string{string(scheduler.Succeeded), string(scheduler.Failed), string(scheduler.TimedOut), string(scheduler.Skipped),
+	string(scheduler.Missed), string(scheduler.Replaced), string(scheduler.Abandoned), "running", "pending"}
+
+// jobForm is the data of the job form: the job to edit (none for a new
+// one) with its environment values hidden, and the text of its
+// multi-line fields.
+type jobForm struct {
+	Job     scheduler.Job
+	Version *int32 // of the stored node; nil for a new job
+	Args    string // one a line
+	Env     string // NAME=value a line, values RedactedValue
+}
+
+func newJobForm(j scheduler.Job, version *int32) jobForm {
+	j = j.Redacted()
+	env := make([]string, 0, len(j.Env))
+	for k, v := range j.Env {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	return jobForm{Job: j, Version: version, Args: strings.Join(j.Args, "\n"), Env: strings.Join(env, "\n")}
 }
 
 // auditPage is the data of the audit page: a stream's newest entries.

@@ -202,6 +202,45 @@ function wireTaskForm() {
   });
 }
 
+// jobFromForm builds the job (the JSON stored at /scheduler/jobs/<name>,
+// the fields of a jobs file entry); the server validates it as
+// `ctl job add` does.
+function jobFromForm(form) {
+  const f = new FormData(form);
+  const j = {name: (f.get("name") || "").trim(), schedule: (f.get("schedule") || "").trim()};
+  for (const k of ["timeZone", "command", "func", "dir", "timeout", "retryBackoff", "concurrencyPolicy", "startingDeadline"]) {
+    const v = (f.get(k) || "").trim();
+    if (v) j[k] = v;
+  }
+  for (const k of ["retries", "historyLimit"]) {
+    const v = (f.get(k) || "").trim();
+    if (v) j[k] = /^-?\d+$/.test(v) ? Number(v) : v; // the server names a bad value
+  }
+  // Arguments as typed, one a line: spaces inside them matter.
+  const args = (f.get("args") || "").split("\n").map((x) => x.replace(/\r$/, "")).filter((x) => x !== "");
+  if (args.length) j.args = args;
+  const env = {};
+  for (const l of lines(f.get("env"))) {
+    const i = l.indexOf("=");
+    if (i <= 0) throw new Error("env: " + JSON.stringify(l) + ": want NAME=value");
+    env[l.slice(0, i)] = l.slice(i + 1);
+  }
+  if (Object.keys(env).length) j.env = env;
+  return j;
+}
+
+function wireJobForm() {
+  onSubmit("job-form", async (f, form) => {
+    const j = jobFromForm(form);
+    if (form.dataset.edit) {
+      await api("PUT", "/api/v1/jobs/" + encodeURIComponent(form.dataset.edit), j, {"If-Match": '"' + form.dataset.version + '"'});
+    } else {
+      await api("POST", "/api/v1/jobs", j);
+    }
+    window.location = "/jobs/" + encodeURIComponent(j.name);
+  });
+}
+
 function setField(kind, name, field, value) {
   for (const el of document.querySelectorAll("[data-" + kind + "]")) {
     if (el.dataset[kind] === name && el.dataset.field === field) {
@@ -356,12 +395,118 @@ async function refreshTables() {
   if (runs) {
     try {
       const {data} = await api("GET", "/api/v1/jobs/" + encodeURIComponent(runs.dataset.job) + "/runs");
-      const took = (r) => r.start && r.end ? (new Date(r.end) - new Date(r.start)) + "ms" : "";
-      const rows = (data || []).map((r) => r.result
-        ? row([r.runKey, r.result.status, r.result.host, utc(r.result.start), took(r.result), r.result.exitCode, (r.result.output || "") + (r.result.error || "")], 1)
-        : row([r.runKey, r.running ? "running" : "pending"], 1));
-      runs.tBodies[0].replaceChildren(...(rows.length ? rows : [row(["No runs yet."])]));
+      showRuns(runs, data || []);
     } catch (e) { /* the next snapshot tries again */ }
+  }
+}
+
+// showRuns makes the job page's history show runs (newest first) as the
+// server renders it: one tbody per run, its output as text in a <pre>
+// that keeps the output's lines.
+function showRuns(table, runs) {
+  const sig = JSON.stringify(runs);
+  if (table.dataset.sig === sig) return; // unchanged: keep a selection
+  table.dataset.sig = sig;
+  const job = table.dataset.job;
+  const took = (r) => r.start && r.end ? (new Date(r.end) - new Date(r.start)) + "ms" : "";
+  const bodies = runs.map((r) => {
+    const tb = document.createElement("tbody");
+    tb.className = "run";
+    tb.id = "run-" + r.runKey;
+    if (!r.result) {
+      tb.append(row([r.runKey, r.running ? "running" : "pending"], 1));
+      return tb;
+    }
+    const head = row([r.runKey, r.result.status, r.result.host, utc(r.result.start), took(r.result), r.result.exitCode, ""], 1);
+    const a = document.createElement("a");
+    a.href = "/api/v1/jobs/" + encodeURIComponent(job) + "/runs/" + encodeURIComponent(r.runKey) + "/output";
+    a.setAttribute("download", "");
+    a.textContent = "as text";
+    head.lastElementChild.append(a);
+    const out = document.createElement("tr");
+    out.className = "output";
+    const td = document.createElement("td");
+    td.colSpan = 7;
+    if (r.result.error) {
+      const p = document.createElement("p");
+      p.className = "err";
+      p.textContent = r.result.error;
+      td.append(p);
+    }
+    const pre = document.createElement(r.result.output ? "pre" : "p");
+    pre.className = r.result.output ? "output" : "hint";
+    pre.textContent = r.result.output || "No output.";
+    td.append(pre);
+    out.append(td);
+    tb.append(head, out);
+    return tb;
+  });
+  if (!bodies.length) {
+    const tb = document.createElement("tbody");
+    tb.append(row(["No runs yet."]));
+    tb.firstChild.firstChild.colSpan = 7;
+    bodies.push(tb);
+  }
+  for (const tb of Array.from(table.tBodies)) tb.remove();
+  table.append(...bodies);
+}
+
+// syncGrid makes the jobs page's run grid show the snapshot's jobs and
+// their runs, a row rebuilt only when its runs changed.
+function syncGrid(s) {
+  const el = document.querySelector("[data-grid]");
+  if (!el || (s.errors && s.errors.jobs)) return;
+  const have = new Map();
+  for (const r of Array.from(el.children)) {
+    if (r.dataset.key !== undefined) have.set(r.dataset.key, r);
+    else r.remove();
+  }
+  s.jobs.forEach((j, i) => {
+    let r = have.get(j.name);
+    have.delete(j.name);
+    if (!r) {
+      r = document.createElement("tr");
+      r.dataset.key = j.name;
+      const th = document.createElement("th");
+      th.scope = "row";
+      const a = document.createElement("a");
+      a.href = jobLink(j);
+      a.textContent = j.name;
+      th.append(a);
+      const td = document.createElement("td");
+      td.className = "cells";
+      r.append(th, td);
+    }
+    const runs = j.runs || [];
+    const sig = runs.map((x) => x.key + "=" + x.state).join(" ");
+    if (r.dataset.sig !== sig) {
+      r.dataset.sig = sig;
+      const cells = runs.map((x) => {
+        const a = document.createElement("a");
+        a.className = "cell";
+        a.dataset.state = x.state;
+        a.href = jobLink(j) + "#run-" + x.key; // keys are letters, digits and -:.+
+        a.title = x.key + ": " + x.state;
+        a.setAttribute("aria-label", "run " + x.key + ": " + x.state);
+        return a;
+      });
+      if (!cells.length) {
+        const none = document.createElement("span");
+        none.className = "hint";
+        none.textContent = "no runs yet";
+        cells.push(none);
+      }
+      r.lastElementChild.replaceChildren(...cells);
+    }
+    if (el.children[i] !== r) el.insertBefore(r, el.children[i] || null);
+  });
+  for (const r of have.values()) r.remove();
+  if (!s.jobs.length) {
+    const r = document.createElement("tr");
+    const td = document.createElement("td");
+    td.textContent = el.dataset.empty || "";
+    r.append(td);
+    el.append(r);
   }
 }
 
@@ -411,6 +556,7 @@ function liveUpdates() {
     const readAt = document.getElementById("readAt");
     if (readAt) readAt.textContent = s.readAt.replace("T", " ").replace(/\.\d+Z$/, "Z");
     syncLists(s);
+    syncGrid(s);
     if (status) {
       const bad = Object.keys(s.errors || {}).map((k) => "could not read " + k + ": " + s.errors[k]);
       status.textContent = bad.length ? "live; " + bad.join("; ") : "live";
@@ -450,5 +596,6 @@ document.addEventListener("DOMContentLoaded", () => {
   tintStates();
   wireActions();
   wireTaskForm();
+  wireJobForm();
   liveUpdates();
 });
