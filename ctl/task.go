@@ -180,10 +180,12 @@ func (r *runner) taskList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, ts := range snap.Tasks {
-		if err := r.warnUntrusted(r.sess, a.Layout().Root, a.Layout().Task(ts.Name)); err != nil {
-			return err
-		}
+	paths := make([]string, len(snap.Tasks))
+	for i, ts := range snap.Tasks {
+		paths[i] = a.Layout().Task(ts.Name)
+	}
+	if err := r.warnUntrusted(r.sess, a.Layout().Root, paths...); err != nil {
+		return err
 	}
 	if r.json {
 		return writeJSON(r.env.Stdout, snap.Tasks)

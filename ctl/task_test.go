@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/sessiontest"
 )
 
@@ -296,6 +298,37 @@ func TestTaskGroups(t *testing.T) {
 		}
 		if r := runCtl(t, conn, "task", "groups", "a", "b"); r.code != ExitUsage {
 			t.Errorf("task groups a b: %v", r)
+		}
+	})
+}
+
+// TestTaskListTrustWarnings: with many tasks, task list warns about each
+// task node a process holding ctl's credential refuses (the trust checks
+// are made in one batch), in the order of the list, and about no other.
+func TestTaskListTrustWarnings(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		zk := chrootOf(t, tg)
+		const n = 40
+		for i := range n {
+			mustCtlAuth(t, zk, "task", "add", "-f", writeSpec(t, strings.Replace(testSpecYAML, "name: t1", fmt.Sprintf("name: t%02d", i), 1)))
+		}
+		if r := runCtlAuth(t, zk, "task", "list"); r.code != 0 || r.stderr != "" {
+			t.Fatalf("task list of %d trusted tasks: want no warning\n%v", n, r)
+		}
+		// t07 rewritable by anyone; t21 writable by another identity too.
+		mallory := recipe.Credential{User: "mallory", Password: "mpw"}
+		owner, _ := recipe.ParseCredential(coordtest.Auth)
+		mustCtlAuth(t, zk, "setacl", "/mysql_replicator/tasks/t07", "world:anyone:cdrwa")
+		mustCtlAuth(t, zk, "setacl", "/mysql_replicator/tasks/t21", "digest:"+owner.ID()+":cdrwa,digest:"+mallory.ID()+":cdrwa")
+		r := runCtlAuth(t, zk, "task", "list")
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if r.code != 0 || len(lines) != 2 ||
+			!strings.HasPrefix(lines[0], "warning: recipe: untrusted node: /mysql_replicator/tasks/t07 grants cdrwa to world:anyone, but only this process's identity digest:"+owner.User+" may write") ||
+			!strings.HasPrefix(lines[1], "warning: recipe: untrusted node: /mysql_replicator/tasks/t21 grants cdrwa to digest:"+mallory.ID()+", but only") {
+			t.Fatalf("task list with t07 and t21 untrusted: want exactly their two warnings, in order\n%v", r)
+		}
+		if got := strings.Count(r.stdout, "\nt"); got != n {
+			t.Errorf("task list shows %d tasks, want %d\n%s", got, n, r.stdout)
 		}
 	})
 }
