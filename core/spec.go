@@ -237,7 +237,14 @@ const (
 // ParseSpec reads a spec in YAML or JSON, fills in defaults and validates
 // it. Unknown fields are errors, so that a misspelt field is not silently
 // ignored. Errors wrap ErrInvalidSpec and name the fields at fault.
-func ParseSpec(data []byte) (*Spec, error) {
+func ParseSpec(data []byte) (*Spec, error) { return parseSpec(data, 0) }
+
+// yamlLine is how the YAML decoder's errors name a line.
+var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
+
+// parseSpec is ParseSpec of a document that starts after the first
+// lineOffset lines of its file: the decoder's line numbers are the file's.
+func parseSpec(data []byte, lineOffset int) (*Spec, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%w: empty document", ErrInvalidSpec)
 	}
@@ -247,7 +254,14 @@ func ParseSpec(data []byte) (*Spec, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&sp); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+		msg := err.Error()
+		if lineOffset > 0 {
+			msg = yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+				n, _ := strconv.Atoi(strings.TrimPrefix(m, "line "))
+				return "line " + strconv.Itoa(n+lineOffset)
+			})
+		}
+		return nil, fmt.Errorf("%w: %s", ErrInvalidSpec, msg)
 	}
 	var extra any
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -257,6 +271,72 @@ func ParseSpec(data []byte) (*Spec, error) {
 		return nil, err
 	}
 	return &sp, nil
+}
+
+// SpecDocument is one document of a stream of specs (ParseSpecs).
+type SpecDocument struct {
+	// Index is the document's number in the stream, from 1, not counting
+	// empty ones; Line is the line it starts on, from 1.
+	Index, Line int
+	// Spec is the document's spec when Err is nil.
+	Spec *Spec
+	// Err says why the document is not a valid spec: it wraps
+	// ErrInvalidSpec and names the fields at fault, as ParseSpec's do.
+	Err error
+}
+
+// ParseSpecs reads a stream of specs: YAML documents separated by lines
+// of ---, or one JSON document, each read as ParseSpec reads one (with
+// line numbers in its errors counted from the start of data). A document
+// with nothing but comments, directives and blank lines, such as the one
+// before a leading ---, is skipped; a stream without any spec is an
+// error wrapping ErrInvalidSpec.
+func ParseSpecs(data []byte) ([]SpecDocument, error) {
+	var docs []SpecDocument
+	index, start := 0, 1
+	var cur []byte
+	flush := func() {
+		if !blankYAML(cur) {
+			index++
+			sp, err := parseSpec(cur, start-1)
+			docs = append(docs, SpecDocument{Index: index, Line: start, Spec: sp, Err: err})
+		}
+		cur = nil
+	}
+	for n, line := range bytes.SplitAfter(data, []byte("\n")) {
+		body := bytes.TrimRight(line, "\r\n")
+		switch {
+		case bytes.Equal(body, []byte("---")) || bytes.HasPrefix(body, []byte("--- ")) || bytes.HasPrefix(body, []byte("---\t")):
+			// A document start marker; content may follow it on its line.
+			flush()
+			start = n + 1
+			cur = append(cur, bytes.TrimLeft(body[3:], " \t")...)
+			cur = append(cur, '\n')
+		case bytes.Equal(body, []byte("...")):
+			// A document end marker: what follows, up to the next ---, is
+			// comments or directives.
+			flush()
+			start = n + 2
+		default:
+			cur = append(cur, line...)
+		}
+	}
+	flush()
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%w: no spec: the input has no document, or only empty ones", ErrInvalidSpec)
+	}
+	return docs, nil
+}
+
+// blankYAML reports whether a YAML document has nothing but blank lines,
+// comments and directives (%YAML 1.2).
+func blankYAML(doc []byte) bool {
+	for line := range bytes.Lines(doc) {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' && line[0] != '%' {
+			return false
+		}
+	}
+	return true
 }
 
 // Complete fills in the defaults of a decoded spec and validates it: what

@@ -179,3 +179,52 @@ func TestSeqOf(t *testing.T) {
 		}
 	}
 }
+
+// TestParseSpecs: a stream of specs separated by --- gives each document
+// as ParseSpec reads it alone, numbered from 1 with the line it starts on;
+// empty documents (before a leading ---, comments only) are skipped, an
+// invalid one does not hide the others, and the decoder's line numbers
+// are the stream's.
+func TestParseSpecs(t *testing.T) {
+	two := strings.Replace(goodYAML, "copy_hot_item", "second", 1)
+	stream := "# tasks\n---\n" + strings.TrimPrefix(goodYAML, "\n") + "---\n# nothing here\n--- " +
+		"{name: bad, source: {host: h, port: 70000, user: u}, target: {host: h, user: u}}\n---\n" +
+		"name: typo\nsource: {host: h, user: u}\ntarget: {host: h, user: u}\nfliter: {}\n...\n---\n" + strings.TrimPrefix(two, "\n")
+	docs, err := ParseSpecs([]byte(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type doc struct {
+		index, line int
+		name, err   string
+	}
+	want := []doc{
+		{1, 2, "copy_hot_item", ""},
+		{2, 17, "", "source.port: 70000: want 1-65535"},
+		{3, 18, "", "line 22: field fliter not found"},
+		{4, 24, "second", ""},
+	}
+	if len(docs) != len(want) {
+		t.Fatalf("ParseSpecs: %d documents, want %d: %+v", len(docs), len(want), docs)
+	}
+	for i, w := range want {
+		d := docs[i]
+		if d.Index != w.index || d.Line != w.line {
+			t.Errorf("document %d: index %d, line %d; want %d, %d", i, d.Index, d.Line, w.index, w.line)
+		}
+		switch {
+		case w.err == "" && (d.Err != nil || d.Spec == nil || d.Spec.Name != w.name):
+			t.Errorf("document %d: %+v, %v; want task %s", w.index, d.Spec, d.Err, w.name)
+		case w.err != "" && (!errors.Is(d.Err, ErrInvalidSpec) || !strings.Contains(d.Err.Error(), w.err)):
+			t.Errorf("document %d: %v, want ErrInvalidSpec with %q", w.index, d.Err, w.err)
+		}
+	}
+	if d, err := ParseSpecs([]byte(goodYAML)); err != nil || len(d) != 1 || d[0].Err != nil || d[0].Index != 1 {
+		t.Errorf("one document without ---: %+v, %v", d, err)
+	}
+	for _, in := range []string{"", "---\n", "# only a comment\n---\n---\n"} {
+		if _, err := ParseSpecs([]byte(in)); !errors.Is(err, ErrInvalidSpec) {
+			t.Errorf("ParseSpecs(%q): %v, want ErrInvalidSpec (no spec)", in, err)
+		}
+	}
+}

@@ -203,15 +203,18 @@ func (r *runner) warnUnsecured(s *recipe.Session, consequence string) {
 // warnUntrusted warns, on stderr, about each node at paths (below base)
 // that processes holding ctl's credential refuse to act on, with why:
 // the list verbs show what is stored, and this says what will not run.
-// Without a credential there is no identity to check for.
+// Without a credential there is no identity to check for. The paths are
+// checked in one batch (recipe.Session.CheckTrustedAll), the warnings
+// written in their order.
 func (r *runner) warnUntrusted(s *recipe.Session, base string, paths ...string) error {
-	if !s.Secured() {
+	if !s.Secured() || len(paths) == 0 {
 		return nil
 	}
-	for _, p := range paths {
-		ctx, cancel := r.opCtx()
-		err := s.CheckTrusted(ctx, base, p)
-		cancel()
+	ctx, cancel := r.opCtx()
+	errs := s.CheckTrustedAll(ctx, base, paths)
+	cancel()
+	for i, p := range paths {
+		err := errs[i]
 		switch {
 		case errors.Is(err, recipe.ErrUntrusted):
 			r.warn("%v", err)

@@ -1,7 +1,12 @@
 package ctl
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -9,6 +14,7 @@ import (
 	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/boundedfile"
+	"github.com/shepherd-dev/shepherd/internal/exitstatus"
 )
 
 // taskCommand is `ctl task …`: the replication tasks of `shepherd core`,
@@ -18,11 +24,15 @@ func (r *runner) taskCommand() *cli.Command {
 		Usage: "root of the replication nodes (below the --zk chroot)"}
 	subs := []*cli.Command{{
 		Name:      "add",
-		Usage:     "add a task from a YAML or JSON spec (docs/replication.md)",
-		ArgsUsage: "[--replace] -f task.yaml",
+		Usage:     "add tasks from YAML or JSON specs: a file of one or more, separated by ---, or a directory of them (docs/replication.md)",
+		ArgsUsage: "[--replace] -f task.yaml|dir",
+		Description: `Every spec is validated before any is stored: if one is invalid, or (without
+--replace) names a task that exists, each fault is printed with its file and
+document number and nothing is stored. A directory's .yaml, .yml and .json
+files are read in name order; two specs may not name the same task.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "f", Usage: "the spec file, - for standard input"},
-			&cli.BoolFlag{Name: "replace", Usage: "overwrite the spec of an existing task (its owner restarts with it)"},
+			&cli.StringFlag{Name: "f", Usage: "a spec file (YAML documents separated by ---, or JSON), a directory of .yaml, .yml and .json spec files, or - for standard input"},
+			&cli.BoolFlag{Name: "replace", Usage: "overwrite the spec of each existing task (its owner restarts with it)"},
 		},
 		Action: r.taskAdd,
 	}, {
@@ -65,7 +75,9 @@ func (r *runner) taskCommand() *cli.Command {
 		Name:      "task",
 		Usage:     "manage replication tasks: add, list, groups, show, start, stop, rm, reset-epoch, handover, reset-position, skip-event, switch-source",
 		ArgsUsage: "[--root path] add|list|groups|show|start|stop|rm|reset-epoch [args]",
-		Description: `  add [--replace] -f task.yaml  add a task from a YAML or JSON spec (- for stdin)
+		Description: `  add [--replace] -f spec       add tasks from YAML or JSON specs: a file of one or
+                                more (--- separated), a directory of spec files,
+                                or - for stdin; all validated before any is stored
   list                          tasks with their owner, state, position and lag
   groups [group]                cold groups: live cores, tasks per core and share, moves
   show <task>                   spec, lastCommit and instances (RUNNING, STANDBY …)
@@ -138,15 +150,11 @@ func (r *runner) taskAdd(c *cli.Context) error {
 	}
 	file := c.String("f")
 	if file == "" {
-		return usagef("task add: -f task.yaml is required (- for standard input)")
+		return usagef("task add: -f task.yaml is required (a file of one or more specs separated by ---, a directory of spec files, or - for standard input)")
 	}
-	data, err := r.readInput("task add", file, boundedfile.MaxConfig)
+	specs, err := r.readSpecs(file)
 	if err != nil {
 		return err
-	}
-	sp, err := core.ParseSpec(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
 	}
 	a, err := r.admin(c)
 	if err != nil {
@@ -155,18 +163,147 @@ func (r *runner) taskAdd(c *cli.Context) error {
 	r.warnUnsecured(r.sess, "cores refuse the task")
 	ctx, cancel := r.opCtx()
 	defer cancel()
-	if err := a.AddTask(ctx, sp, c.Bool("replace")); err != nil {
-		return err
+	replace := c.Bool("replace")
+	if !replace && len(specs) > 1 {
+		// Refuse the whole set before storing any of it.
+		var exist []error
+		for _, ns := range specs {
+			if _, _, err := a.TaskVersion(ctx, ns.spec.Name); !errors.Is(err, core.ErrNoTask) {
+				if err != nil && !errors.Is(err, core.ErrInvalidSpec) {
+					return err
+				}
+				exist = append(exist, fmt.Errorf("%s: %w: %s", ns.from, core.ErrTaskExists, ns.spec.Name))
+			}
+		}
+		if len(exist) > 0 {
+			return r.refuseAll(exist, fmt.Sprintf("task add: nothing stored: %d of the %d tasks exist already (use --replace to change their specs)", len(exist), len(specs)))
+		}
+	}
+	type added struct {
+		Task string `json:"task"`
+		Path string `json:"path"`
+	}
+	var out []added
+	for i, ns := range specs {
+		sp := ns.spec
+		if err := a.AddTask(ctx, sp, replace); err != nil {
+			if i > 0 {
+				return fmt.Errorf("%w (the %d tasks before it were stored)", err, i)
+			}
+			return err
+		}
+		out = append(out, added{sp.Name, a.Layout().Task(sp.Name)})
+		if !r.json {
+			fmt.Fprintf(r.env.Stdout, "task %s added at %s (%s standby, %s)\n", sp.Name, a.Layout().Task(sp.Name), standbyText(sp), sp.State)
+		}
 	}
 	if r.json {
-		return writeJSON(r.env.Stdout, struct {
-			Task string `json:"task"`
-			Path string `json:"path"`
-		}{sp.Name, a.Layout().Task(sp.Name)})
+		if len(out) == 1 {
+			return writeJSON(r.env.Stdout, out[0])
+		}
+		return writeJSON(r.env.Stdout, out)
 	}
-	fmt.Fprintf(r.env.Stdout, "task %s added at %s (%s standby, %s)\n", sp.Name, a.Layout().Task(sp.Name), standbyText(sp), sp.State)
 	return nil
 }
+
+// specFileExts are the files of a directory that task add -f reads.
+var specFileExts = []string{".yaml", ".yml", ".json"}
+
+// namedSpec is a spec read by task add, with where it was read from.
+type namedSpec struct {
+	spec *core.Spec
+	from string // "file", or "file: document n" in a file of several
+}
+
+// readSpecs reads the specs of task add -f: one file (- for standard
+// input) of one or more --- separated documents, or every .yaml, .yml and
+// .json file of a directory, in name order. Every document must be a
+// valid spec, and no two may name the same task; otherwise the error
+// lists every one at fault, with its file and document number.
+func (r *runner) readSpecs(file string) ([]namedSpec, error) {
+	files := []string{file}
+	if file != "-" {
+		if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+			entries, err := os.ReadDir(file)
+			if err != nil {
+				return nil, fmt.Errorf("task add: %w", err)
+			}
+			files = files[:0]
+			for _, e := range entries {
+				if e.Type().IsRegular() && slices.Contains(specFileExts, strings.ToLower(filepath.Ext(e.Name()))) {
+					files = append(files, filepath.Join(file, e.Name()))
+				}
+			}
+			if len(files) == 0 {
+				return nil, usagef("task add: directory %s has no .yaml, .yml or .json file", file)
+			}
+		}
+	}
+	var specs []namedSpec
+	var bad []error
+	first := map[string]string{} // task name -> where it was first read
+	for _, f := range files {
+		data, err := r.readInput("task add", f, boundedfile.MaxConfig)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := core.ParseSpecs(data)
+		if err != nil {
+			bad = append(bad, fmt.Errorf("%s: %w", f, err))
+			continue
+		}
+		for _, d := range docs {
+			from := f
+			if len(docs) > 1 {
+				from = fmt.Sprintf("%s: document %d (line %d)", f, d.Index, d.Line)
+			}
+			if d.Err != nil {
+				bad = append(bad, fmt.Errorf("%s: %w", from, d.Err))
+				continue
+			}
+			if prev, dup := first[d.Spec.Name]; dup {
+				bad = append(bad, fmt.Errorf("%s: %w: task %s is also in %s", from, core.ErrInvalidSpec, d.Spec.Name, prev))
+				continue
+			}
+			first[d.Spec.Name] = from
+			specs = append(specs, namedSpec{d.Spec, from})
+		}
+	}
+	switch {
+	case len(bad) == 1 && len(specs) == 0:
+		return nil, bad[0]
+	case len(bad) > 0:
+		return nil, r.refuseAll(bad, fmt.Sprintf("task add: nothing stored: %d of %d documents are invalid", len(bad), len(bad)+len(specs)))
+	}
+	return specs, nil
+}
+
+// refuseAll reports why task add stores nothing: each of errs on a line
+// of its own on stderr, then summary as the error (with --json, whose
+// error is one document, all of them in it). The error wraps errs.
+func (r *runner) refuseAll(errs []error, summary string) error {
+	lines := make([]string, len(errs))
+	for i, err := range errs {
+		lines[i] = exitstatus.OneLine(err.Error())
+	}
+	joined := errors.Join(errs...)
+	if r.json {
+		return &wrapped{msg: summary + ": " + strings.Join(lines, "; "), err: joined}
+	}
+	for _, l := range lines {
+		fmt.Fprintln(r.env.Stderr, l)
+	}
+	return &wrapped{msg: summary + " (each said above)", err: joined}
+}
+
+// wrapped is an error with its own message that wraps err.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }
 
 func (r *runner) taskList(c *cli.Context) error {
 	if c.Args().Present() {
@@ -180,10 +317,12 @@ func (r *runner) taskList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, ts := range snap.Tasks {
-		if err := r.warnUntrusted(r.sess, a.Layout().Root, a.Layout().Task(ts.Name)); err != nil {
-			return err
-		}
+	paths := make([]string, len(snap.Tasks))
+	for i, ts := range snap.Tasks {
+		paths[i] = a.Layout().Task(ts.Name)
+	}
+	if err := r.warnUntrusted(r.sess, a.Layout().Root, paths...); err != nil {
+		return err
 	}
 	if r.json {
 		return writeJSON(r.env.Stdout, snap.Tasks)

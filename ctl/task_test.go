@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/sessiontest"
 )
 
@@ -296,6 +298,135 @@ func TestTaskGroups(t *testing.T) {
 		}
 		if r := runCtl(t, conn, "task", "groups", "a", "b"); r.code != ExitUsage {
 			t.Errorf("task groups a b: %v", r)
+		}
+	})
+}
+
+// TestTaskListTrustWarnings: with many tasks, task list warns about each
+// task node a process holding ctl's credential refuses (the trust checks
+// are made in one batch), in the order of the list, and about no other.
+func TestTaskListTrustWarnings(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		zk := chrootOf(t, tg)
+		const n = 40
+		for i := range n {
+			mustCtlAuth(t, zk, "task", "add", "-f", writeSpec(t, strings.Replace(testSpecYAML, "name: t1", fmt.Sprintf("name: t%02d", i), 1)))
+		}
+		if r := runCtlAuth(t, zk, "task", "list"); r.code != 0 || r.stderr != "" {
+			t.Fatalf("task list of %d trusted tasks: want no warning\n%v", n, r)
+		}
+		// t07 rewritable by anyone; t21 writable by another identity too.
+		mallory := recipe.Credential{User: "mallory", Password: "mpw"}
+		owner, _ := recipe.ParseCredential(coordtest.Auth)
+		mustCtlAuth(t, zk, "setacl", "/mysql_replicator/tasks/t07", "world:anyone:cdrwa")
+		mustCtlAuth(t, zk, "setacl", "/mysql_replicator/tasks/t21", "digest:"+owner.ID()+":cdrwa,digest:"+mallory.ID()+":cdrwa")
+		r := runCtlAuth(t, zk, "task", "list")
+		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+		if r.code != 0 || len(lines) != 2 ||
+			!strings.HasPrefix(lines[0], "warning: recipe: untrusted node: /mysql_replicator/tasks/t07 grants cdrwa to world:anyone, but only this process's identity digest:"+owner.User+" may write") ||
+			!strings.HasPrefix(lines[1], "warning: recipe: untrusted node: /mysql_replicator/tasks/t21 grants cdrwa to digest:"+mallory.ID()+", but only") {
+			t.Fatalf("task list with t07 and t21 untrusted: want exactly their two warnings, in order\n%v", r)
+		}
+		if got := strings.Count(r.stdout, "\nt"); got != n {
+			t.Errorf("task list shows %d tasks, want %d\n%s", got, n, r.stdout)
+		}
+	})
+}
+
+// TestTaskAddMany: task add -f takes a file of --- separated specs, a
+// directory of spec files or standard input; it validates every spec
+// before storing any, reports each invalid document (or, without
+// --replace, each existing task) with its file and number, and then
+// stores nothing.
+func TestTaskAddMany(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		spec := func(name string) string { return strings.Replace(testSpecYAML, "name: t1", "name: "+name, 1) }
+		stored := func() string {
+			t.Helper()
+			r := runCtlAuth(t, conn, "ls", "/mysql_replicator/tasks")
+			if r.code != 0 {
+				return "[]"
+			}
+			return strings.TrimSpace(r.stdout)
+		}
+		write := func(dir, name, text string) string {
+			t.Helper()
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		tmp := t.TempDir()
+
+		// Two invalid documents of four: both named, nothing stored.
+		bad := write(tmp, "bad.yaml", spec("a1")+"---\n"+strings.Replace(spec("a2"), "port: 3306", "port: 70000", 1)+
+			"---\n"+spec("a3")+"---\n"+spec("a4")+"fliter: {}\n")
+		r := runCtlAuth(t, conn, "task", "add", "-f", bad)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != ExitFailure || len(lines) != 3 ||
+			!strings.HasPrefix(lines[0], bad+": document 2 (line 4): core: invalid task spec: source.port: 70000") ||
+			!strings.HasPrefix(lines[1], bad+": document 4 (line 12): ") || !strings.Contains(lines[1], "line 16: field fliter not found") ||
+			lines[2] != "task add: nothing stored: 2 of 4 documents are invalid (each said above)" {
+			t.Fatalf("add of a stream with two invalid documents: want each named and nothing stored\n%v", r)
+		}
+		if got := stored(); got != "[]" {
+			t.Fatalf("after a refused add, tasks stored: %s", got)
+		}
+
+		// A valid stream: every task stored, in order.
+		good := write(tmp, "good.yaml", "# three tasks\n---\n"+spec("a1")+"---\n"+spec("a2")+"---\n"+spec("a3"))
+		out := mustCtlAuth(t, conn, "task", "add", "-f", good)
+		if !regexp.MustCompile(`(?s)^task a1 added .*\ntask a2 added .*\ntask a3 added .*\n$`).MatchString(out) {
+			t.Fatalf("add of three specs printed %q", out)
+		}
+		// Without --replace, a set with existing tasks is refused whole.
+		more := write(tmp, "more.yaml", spec("a3")+"---\n"+spec("a9"))
+		r = runCtlAuth(t, conn, "task", "add", "-f", more)
+		if r.code != ExitFailure || !strings.Contains(r.stderr, more+": document 1 (line 1): core: task exists: a3") ||
+			!strings.Contains(r.stderr, "nothing stored: 1 of the 2 tasks exist already (use --replace") {
+			t.Fatalf("add of a set with an existing task: want it refused whole\n%v", r)
+		}
+		if got := stored(); got != "[a1, a2, a3]" {
+			t.Fatalf("after a refused add, tasks stored: %s, want [a1, a2, a3]", got)
+		}
+		mustCtlAuth(t, conn, "task", "add", "--replace", "-f", more)
+
+		// A directory: its .yaml, .yml and .json files, in name order;
+		// other files ignored. The JSON one is the stored form of a spec.
+		dir := t.TempDir()
+		write(dir, "1.yaml", spec("d1"))
+		write(dir, "2.yml", spec("d2")+"---\n"+spec("d3"))
+		sp, err := core.ParseSpec([]byte(spec("d4")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(dir, "3.json", string(sp.Marshal()))
+		write(dir, "README.md", "not a spec")
+		r = runCtlAuth(t, conn, "--json", "task", "add", "-f", dir)
+		var added []struct{ Task, Path string }
+		if err := json.Unmarshal([]byte(r.stdout), &added); r.code != 0 || err != nil || len(added) != 4 ||
+			added[0].Task != "d1" || added[3].Task != "d4" || added[3].Path != "/mysql_replicator/tasks/d4" {
+			t.Fatalf("--json add of a directory: want the four tasks in name order\n%v", r)
+		}
+		// Two specs naming one task are refused, with both places.
+		write(dir, "4.yaml", spec("d2"))
+		r = runCtlAuth(t, conn, "task", "add", "--replace", "-f", dir)
+		if r.code != ExitFailure || !strings.Contains(r.stderr, filepath.Join(dir, "4.yaml")+": core: invalid task spec: task d2 is also in "+filepath.Join(dir, "2.yml")+": document 1 (line 1)") {
+			t.Fatalf("add of a directory naming d2 twice: want it refused\n%v", r)
+		}
+		if r := runCtlAuth(t, conn, "task", "add", "-f", t.TempDir()); r.code != ExitUsage || !strings.Contains(r.stderr, "has no .yaml, .yml or .json file") {
+			t.Fatalf("add of an empty directory: want a usage error\n%v", r)
+		}
+
+		// Standard input takes a stream too.
+		r = runCtlEnvAuth(t, Env{Stdin: strings.NewReader(spec("s1") + "---\n" + spec("s2"))}, conn, "task", "add", "-f", "-")
+		if r.code != 0 || !strings.Contains(r.stdout, "task s1 added") || !strings.Contains(r.stdout, "task s2 added") {
+			t.Fatalf("add of two specs from standard input\n%v", r)
+		}
+		if got := stored(); got != "[a1, a2, a3, a9, d1, d2, d3, d4, s1, s2]" {
+			t.Errorf("tasks stored at the end: %s", got)
 		}
 	})
 }

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The replication part of `make demo`: two private mariadbd servers (source
-# and target) in .demo/replication, `shepherd coord`, and two `shepherd core`
-# processes in hot standby for one task. Rows are written to the source; the
-# RUNNING core is killed with SIGKILL in the middle; the STANDBY takes over
-# and the two servers' tables end up identical.
+# and target) in .demo/replication, and two `shepherd core` processes in hot
+# standby for one task. Rows are written to the source; the RUNNING core is
+# killed with SIGKILL in the middle; the STANDBY takes over and the two
+# servers' tables end up identical. The task stays stored, so the console
+# started after it shows what ran.
 #
-# Environment: BIN (default bin/shepherd), DEMO_REPL_PORT (first of four
-# loopback ports, default 21820), DEMO_ROWS (default 50000).
+# Environment: BIN (default bin/shepherd), DEMO_REPL_PORT (first of three
+# loopback ports, default 21820), DEMO_ROWS (default 50000), DEMO_ZK: the
+# coordination server to use (host:port; `make demo` passes its own, with
+# its credential in SHEPHERD_AUTH_FILE). Without DEMO_ZK the script starts
+# its own `shepherd coord` on the first port. Either server must grant the
+# cores' 2s session timeout: a tick of 500ms or less (--tick-time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/shepherd}
@@ -14,7 +19,7 @@ DIR=.demo/replication
 BASE=${DEMO_REPL_PORT:-21820}
 ZK_PORT=$BASE SRC_PORT=$((BASE + 1)) DST_PORT=$((BASE + 2))
 ROWS=${DEMO_ROWS:-50000}
-ZK=127.0.0.1:$ZK_PORT
+ZK=${DEMO_ZK:-127.0.0.1:$ZK_PORT}
 TASK=copy_hot_item
 SESSION_TIMEOUT=2s
 
@@ -89,17 +94,25 @@ INSERT INTO shop.counters VALUES (1,0),(2,0),(3,0);"
 sql "$SRC_PORT" -e "$schema"
 sql "$DST_PORT" -e "$schema"
 
-echo "== starting shepherd coord on $ZK"
-# A 500ms tick lets the server grant the cores' 2s session timeout: servers
-# bound session timeouts to 2..20 ticks, 4s..40s with the default 2s tick.
-"$BIN" coord --listen "$ZK" --data-dir "$DIR/coord" --tick-time 500ms --4lw srvr,ruok >"$DIR/coord.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 50); do
-  if [ "$( (exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && printf ruok >&3 && cat <&3) 2>/dev/null)" = imok ]; then break; fi
-  sleep 0.1
-done
-. scripts/auth.sh
-use_admin_auth "$DIR/coord"
+if [ -n "${DEMO_ZK:-}" ]; then
+  if [ -z "${SHEPHERD_AUTH_FILE:-}" ]; then
+    echo "DEMO_ZK=$DEMO_ZK needs that server's credential in SHEPHERD_AUTH_FILE (its admin.auth)" >&2
+    exit 1
+  fi
+  echo "== using the coordination server $ZK (credential $SHEPHERD_AUTH_FILE)"
+else
+  echo "== starting shepherd coord on $ZK"
+  # A 500ms tick lets the server grant the cores' 2s session timeout: servers
+  # bound session timeouts to 2..20 ticks, 4s..40s with the default 2s tick.
+  "$BIN" coord --listen "$ZK" --data-dir "$DIR/coord" --tick-time 500ms --4lw srvr,ruok >"$DIR/coord.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 50); do
+    if [ "$( (exec 3<>/dev/tcp/127.0.0.1/$ZK_PORT && printf ruok >&3 && cat <&3) 2>/dev/null)" = imok ]; then break; fi
+    sleep 0.1
+  done
+  . scripts/auth.sh
+  use_admin_auth "$DIR/coord"
+fi
 
 echo "== adding task $TASK: shop.* from :$SRC_PORT to :$DST_PORT, hot standby"
 cat >"$DIR/task.yaml" <<EOF

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -217,20 +218,92 @@ const writerPerms = zk.PermWrite | zk.PermAdmin
 // does not exist. With Options.InsecureOpenACL it logs the refusal it
 // overrides as a warning and returns nil.
 func (s *Session) CheckTrusted(ctx context.Context, base, p string) error {
-	if p != base && !strings.HasPrefix(p, strings.TrimSuffix(base, "/")+"/") {
-		return fmt.Errorf("recipe: check trust of %s: not below %s", p, base)
+	return s.CheckTrustedAll(ctx, base, []string{p})[0]
+}
+
+// maxACLReadsInFlight bounds the ACL reads CheckTrustedAll has sent and
+// not yet had answered.
+const maxACLReadsInFlight = 128
+
+// CheckTrustedAll is CheckTrusted of each of paths, all below base: its
+// i-th error is what CheckTrusted(ctx, base, paths[i]) returns. The ACL
+// of each node is read once, however many of the paths it is an ancestor
+// of, and the reads are sent together, pipelined on the Session's
+// connection, instead of one round trip after another: listing 1,000
+// tasks reads 1,002 ACLs in one batch rather than 3,000 in turn. (A
+// ZooKeeper multi-read carries getData and getChildren, not getACL.)
+func (s *Session) CheckTrustedAll(ctx context.Context, base string, paths []string) []error {
+	errs := make([]error, len(paths))
+	// The nodes to read: each path and its ancestors up to base.
+	var nodes []string
+	seen := map[string]bool{}
+	for i, p := range paths {
+		if p != base && !strings.HasPrefix(p, strings.TrimSuffix(base, "/")+"/") {
+			errs[i] = fmt.Errorf("recipe: check trust of %s: not below %s", p, base)
+			continue
+		}
+		for q := p; !seen[q]; q = path.Dir(q) {
+			seen[q] = true
+			nodes = append(nodes, q)
+			if q == base || q == "/" {
+				break
+			}
+		}
 	}
+	acls := s.readACLs(ctx, nodes)
+	for i, p := range paths {
+		if errs[i] == nil {
+			errs[i] = s.trustedFrom(acls, base, p)
+		}
+	}
+	return errs
+}
+
+// aclRead is the answer to one GetACL.
+type aclRead struct {
+	acl []zk.ACL
+	err error
+}
+
+// readACLs reads the ACL of each node, at most maxACLReadsInFlight at a
+// time.
+func (s *Session) readACLs(ctx context.Context, nodes []string) map[string]aclRead {
+	reads := make([]aclRead, len(nodes))
+	if len(nodes) == 1 {
+		reads[0].acl, _, reads[0].err = s.Retrying().GetACL(ctx, nodes[0])
+	} else {
+		sem := make(chan struct{}, maxACLReadsInFlight)
+		var wg sync.WaitGroup
+		for i, n := range nodes {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				reads[i].acl, _, reads[i].err = s.Retrying().GetACL(ctx, n)
+			})
+		}
+		wg.Wait()
+	}
+	out := make(map[string]aclRead, len(nodes))
+	for i, n := range nodes {
+		out[n] = reads[i]
+	}
+	return out
+}
+
+// trustedFrom is CheckTrusted of p below base, from the ACLs read of p
+// and its ancestors: the first refusal from p up is the one reported.
+func (s *Session) trustedFrom(acls map[string]aclRead, base, p string) error {
 	for q := p; ; q = path.Dir(q) {
-		acl, _, err := s.Retrying().GetACL(ctx, q)
+		r := acls[q]
 		why := ""
 		switch {
-		case errors.Is(err, zk.ErrNoAuth):
+		case errors.Is(r.err, zk.ErrNoAuth):
 			// Only another identity may read its ACL: not ours.
-			why = "lets this process read neither it nor its ACL (" + err.Error() + ")"
-		case err != nil:
-			return fmt.Errorf("recipe: check trust of %s: %w", p, err)
+			why = "lets this process read neither it nor its ACL (" + r.err.Error() + ")"
+		case r.err != nil:
+			return fmt.Errorf("recipe: check trust of %s: %w", p, r.err)
 		default:
-			why = s.distrust(acl)
+			why = s.distrust(r.acl)
 		}
 		if why != "" {
 			err := s.untrustedError(p, q, why)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // faultProxy forwards TCP connections from a loopback port to a server
@@ -27,11 +28,13 @@ type faultProxy struct {
 	wg sync.WaitGroup
 }
 
-// gate holds a direction's bytes while stalled.
+// gate holds a direction's bytes while stalled, and delays each chunk
+// it passes by delay.
 type gate struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	stalled bool
+	delay   atomic.Int64 // time.Duration
 }
 
 func newGate() *gate {
@@ -47,13 +50,14 @@ func (g *gate) set(stalled bool) {
 	g.cond.Broadcast()
 }
 
-// pass waits while the gate is stalled.
+// pass waits while the gate is stalled, then for its delay.
 func (g *gate) pass() {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	for g.stalled {
 		g.cond.Wait()
 	}
+	g.mu.Unlock()
+	time.Sleep(time.Duration(g.delay.Load()))
 }
 
 func newFaultProxy(t testing.TB, target string) *faultProxy {
@@ -137,6 +141,10 @@ func (p *faultProxy) Stall() { p.up.set(true); p.down.set(true) }
 // StallReplies holds server-to-client bytes only: requests arrive and
 // are executed, their replies do not.
 func (p *faultProxy) StallReplies() { p.down.set(true) }
+
+// DelayReplies delays each chunk of server-to-client bytes by d: a
+// round trip takes at least d, and replies sent together arrive together.
+func (p *faultProxy) DelayReplies(d time.Duration) { p.down.delay.Store(int64(d)) }
 
 // Release lets held bytes through again.
 func (p *faultProxy) Release() { p.up.set(false); p.down.set(false) }

@@ -271,3 +271,21 @@ func TestAttackPlantedAdminNarrowed(t *testing.T) {
 		}
 	})
 }
+
+// The unknown-user hash is made at the first login of an unknown user,
+// not when a process starts or a Store is made (every shepherd process
+// links this package), and at the store's cost, so that an unknown user
+// takes as long as a wrong password.
+func TestUnknownUserHashMadeOnFirstUseAtStoreCost(t *testing.T) {
+	st := NewStore(nil, Options{BcryptCost: bcrypt.MinCost + 1})
+	if st.dummy != nil {
+		t.Fatal("NewStore made the unknown-user hash; it must wait for the first unknown user")
+	}
+	h := st.dummyHash()
+	if cost, err := bcrypt.Cost(h); err != nil || cost != bcrypt.MinCost+1 {
+		t.Fatalf("unknown-user hash: cost %d, %v; want the store's cost %d", cost, err, bcrypt.MinCost+1)
+	}
+	if again := st.dummyHash(); &again[0] != &h[0] {
+		t.Fatal("the unknown-user hash was made twice")
+	}
+}
