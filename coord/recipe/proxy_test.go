@@ -35,6 +35,7 @@ type gate struct {
 	cond    *sync.Cond
 	stalled bool
 	delay   atomic.Int64 // time.Duration
+	passed  atomic.Int64 // bytes let through so far
 }
 
 func newGate() *gate {
@@ -119,6 +120,7 @@ func (p *faultProxy) pump(dst, src net.Conn, g *gate, shut func()) {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
+			g.passed.Add(int64(n))
 		}
 		if err != nil {
 			return
