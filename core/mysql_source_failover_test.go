@@ -26,8 +26,8 @@ func gtidReplica(t testing.TB, r, primary *testpeer.MariaDB) {
 // two GTID replicas as source.hosts. The primary is killed with SIGKILL
 // in the middle of a write load, and the RUNNING core is killed as soon
 // as it has recorded its switch to a replica; the standby takes over,
-// the operator's promotion of the first replica follows, and the load
-// goes on there. The target must end equal to the promoted replica —
+// the operator's promotion of that replica follows, and the load goes on
+// there. The target must end equal to the promoted replica —
 // including a keyless table, where a transaction applied twice would be
 // a second row — with one RUNNING owner reading from it.
 //
@@ -113,21 +113,27 @@ func TestMySQLSourceFailoverKill9(t *testing.T) {
 	t.Logf("switch %s -> %s (%s) %v after the primary's kill; the RUNNING core killed then",
 		switched.From, switched.To, switched.Reason, time.Since(killed).Round(time.Millisecond))
 
-	// The operator promotes r1 and repoints r2 at it; the load goes on.
-	r1.Exec(t, "STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only = OFF")
-	r2.Exec(t, "STOP SLAVE", "RESET SLAVE ALL")
-	gtidReplica(t, r2, r1)
-	if err := load(ctx, r1.DB(t), db, rows, 20_000, 200); err != nil {
+	// The operator promotes the replica the task switched to — the one
+	// that held everything the target applied, as an orchestrator picks
+	// the most advanced — and repoints the other at it; the load goes on.
+	promoted, other := r1, r2
+	if switched.To == r2.Addr() {
+		promoted, other = r2, r1
+	}
+	promoted.Exec(t, "STOP SLAVE", "RESET SLAVE ALL", "SET GLOBAL read_only = OFF")
+	other.Exec(t, "STOP SLAVE", "RESET SLAVE ALL")
+	gtidReplica(t, other, promoted)
+	if err := load(ctx, promoted.DB(t), db, rows, 20_000, 200); err != nil {
 		t.Fatal(err)
 	}
-	waitSameTables(t, r1, target, db, 90*time.Second)
+	waitSameTables(t, promoted, target, db, 90*time.Second)
 	owner := waitOwner(t, a, task, "b", StateRunning, 30*time.Second)
 	ts, err := a.Task(ctx, task)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lc := ts.LastCommit; lc == nil || lc.Source != r1.Addr() {
-		t.Fatalf("lastCommit %+v: want the task reading %s, the promoted replica", ts.LastCommit, r1.Addr())
+	if lc := ts.LastCommit; lc == nil || lc.Source != promoted.Addr() {
+		t.Fatalf("lastCommit %+v: want the task reading %s, the promoted replica", ts.LastCommit, promoted.Addr())
 	}
 	for _, in := range ts.Instances {
 		if in.Name != owner.Name && in.State.State == StateRunning {
