@@ -13,6 +13,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/mysqldial"
+	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // BinlogFile is one binary log a source still has.
@@ -26,6 +27,10 @@ type BinlogFile struct {
 type SourceReading struct {
 	Addr string    `json:"addr"`
 	At   time.Time `json:"at"`
+	// Server is who answered at Addr, as Position.Server names it
+	// (replication.ServerIdentity): a VIP or DNS name may have moved to
+	// another server, whose file names mean nothing for a checkpoint.
+	Server string `json:"server,omitempty"`
 	// Err is why the source could not be read; the other fields are then
 	// empty.
 	Err string `json:"err,omitempty"`
@@ -43,7 +48,7 @@ func (r SourceReading) Current() core.Position {
 		return core.Position{}
 	}
 	last := r.Logs[len(r.Logs)-1]
-	return core.Position{File: last.Name, Pos: uint32(min(last.Size, uint64(^uint32(0))))}
+	return core.Position{File: last.Name, Pos: uint32(min(last.Size, uint64(^uint32(0)))), Server: r.Server}
 }
 
 // Has reports whether the source still has the binary log file.
@@ -61,14 +66,14 @@ const sourceTimeout = 5 * time.Second
 func ReadSource(ctx context.Context, ep core.Endpoint, password string, now time.Time) SourceReading {
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
 	r := SourceReading{Addr: addr, At: now}
-	if err := readSource(ctx, addr, ep.User, password, &r); err != nil {
+	if err := readSource(ctx, addr, ep.User, password, ep.Flavor, &r); err != nil {
 		r.Err = fmt.Sprintf("read binary logs of %s as %s: %v", addr, ep.User, err)
-		r.Logs, r.ExpireSeconds = nil, 0
+		r.Logs, r.ExpireSeconds, r.Server = nil, 0, ""
 	}
 	return r
 }
 
-func readSource(ctx context.Context, addr, user, password string, r *SourceReading) error {
+func readSource(ctx context.Context, addr, user, password, flavor string, r *SourceReading) error {
 	ctx, cancel := context.WithTimeout(ctx, sourceTimeout)
 	defer cancel()
 	cfg := mysql.NewConfig()
@@ -80,6 +85,9 @@ func readSource(ctx context.Context, addr, user, password string, r *SourceReadi
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
+	if r.Server, err = replication.ServerIdentity(ctx, db, flavor); err != nil {
+		return fmt.Errorf("server identity: %w", err)
+	}
 	rows, err := db.QueryContext(ctx, "SHOW BINARY LOGS")
 	if err != nil {
 		return fmt.Errorf("SHOW BINARY LOGS: %w (the task's user needs REPLICATION CLIENT or BINLOG MONITOR)", err)

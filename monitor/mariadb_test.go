@@ -173,6 +173,9 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 		if r.Err != "" || r.Has(needed) {
 			return fmt.Errorf("binary logs %+v %s", r.Logs, r.Err)
 		}
+		if want := fmt.Sprintf("mariadb:%d", source.ServerID()); r.Server != want || r.Current().Server != want {
+			t.Fatalf("reading of server %q (current %v), want %q: the name checkpoints give it", r.Server, r.Current(), want)
+		}
 		return nil
 	})
 	r.waitCount(t, RuleBinlogPurged, StatusFiring, 1)

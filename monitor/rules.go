@@ -376,6 +376,9 @@ func checkpointFile(in *Input, ts core.TaskStatus) (file string, r SourceReading
 	if !read || r.Err != "" || len(r.Logs) == 0 {
 		return "", r, false
 	}
+	if s := ts.LastCommit.Server; s != "" && r.Server != "" && s != r.Server {
+		return "", r, false // another server's binlog: its file names say nothing of the checkpoint's
+	}
 	return ts.LastCommit.File, r, true
 }
 

@@ -135,6 +135,12 @@ func TestRulesFindWhatTheyName(t *testing.T) {
 		{"checkpoint file present", RuleBinlogPurged, Input{
 			Snap:    &cluster.Snapshot{Tasks: []core.TaskStatus{withCommit(task("t"), pos("b.000003", 100), t0.Add(-time.Hour))}},
 			Sources: map[string]SourceReading{"t": src}}, nil},
+		{"another server behind the address: its files say nothing", RuleBinlogPurged, Input{
+			Snap:    &cluster.Snapshot{Tasks: []core.TaskStatus{withCommit(task("t"), core.Position{File: "b.000002", Pos: 100, Server: "mariadb:1"}, t0.Add(-time.Hour))}},
+			Sources: map[string]SourceReading{"t": func() SourceReading { r := src; r.Server = "mariadb:2"; return r }()}}, nil},
+		{"the same server: purged", RuleBinlogPurged, Input{
+			Snap:    &cluster.Snapshot{Tasks: []core.TaskStatus{withCommit(task("t"), core.Position{File: "b.000002", Pos: 100, Server: "mariadb:1"}, t0.Add(-time.Hour))}},
+			Sources: map[string]SourceReading{"t": func() SourceReading { r := src; r.Server = "mariadb:1"; return r }()}}, []string{`BinlogPurged{severity="critical",task="t"}`}},
 		{"source not read: nothing assumed", RuleBinlogPurged, Input{
 			Snap:    &cluster.Snapshot{Tasks: []core.TaskStatus{withCommit(task("t"), pos("b.000002", 100), t0)}},
 			Sources: map[string]SourceReading{"t": {Err: "refused"}}}, nil},

@@ -189,17 +189,35 @@ type sourceID struct {
 
 // sourceIdentity asks the source who it is, one statement per flavor.
 func sourceIdentity(ctx context.Context, db *sql.DB, e Endpoint, flavor string) (sourceID, error) {
+	id, err := serverIdentity(ctx, db, flavor)
+	if err != nil {
+		return id, connectError("source", e, err)
+	}
+	return id, nil
+}
+
+// ServerIdentity asks the server behind db who it is, named as
+// Position.Server names it: "mysql:<server_uuid>", or
+// "mariadb:<server_id>" (MariaDB has no uuid). Whoever compares positions
+// with the replicator's — the monitor's readings of a source — names the
+// server with this.
+func ServerIdentity(ctx context.Context, db *sql.DB, flavor string) (string, error) {
+	id, err := serverIdentity(ctx, db, flavor)
+	return id.Name, err
+}
+
+func serverIdentity(ctx context.Context, db *sql.DB, flavor string) (sourceID, error) {
 	var id sourceID
 	if flavor == FlavorMySQL {
 		var u string
 		if err := db.QueryRowContext(ctx, "SELECT @@server_id, @@server_uuid").Scan(&id.ServerID, &u); err != nil {
-			return id, connectError("source", e, err)
+			return id, err
 		}
 		id.Name = serverMySQL + u
 		return id, nil
 	}
 	if err := db.QueryRowContext(ctx, "SELECT @@server_id").Scan(&id.ServerID); err != nil {
-		return id, connectError("source", e, err)
+		return id, err
 	}
 	id.Name = serverMariaDB + strconv.FormatUint(uint64(id.ServerID), 10)
 	return id, nil
