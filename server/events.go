@@ -231,6 +231,12 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, p principal) 
 			if !ok {
 				return nil
 			}
+			// The credential the stream was opened with must still hold:
+			// a logout, a revoked token or a removed user ends it, rather
+			// than leaving the cluster streaming to whoever kept it open.
+			if still, err := s.authenticate(r); err != nil || still.User != p.User || still.Role != p.Role {
+				return nil
+			}
 			if !send(s.events.encode(snap, s.alertsFor(r.Context(), snap))) {
 				return nil
 			}
