@@ -56,6 +56,9 @@ type Entry struct {
 	// Actor is whom retention charges the entry to: the user, or for a
 	// request nobody authenticated, its address. Empty: User.
 	Actor string `json:"actor,omitempty"`
+	// Changes are the fields Before and After differ in (Diff), computed
+	// when listed, never stored.
+	Changes []Change `json:"changes,omitempty"`
 }
 
 // MaxEntry bounds one entry's encoding; the before and after of a larger
@@ -106,6 +109,7 @@ func New(s *recipe.Session, dir string, opts Options) *Log {
 // Write appends e, then trims the log to its retention.
 func (l *Log) Write(ctx context.Context, e Entry) error {
 	e.Version = 1
+	e.Changes = nil
 	if e.Time.IsZero() {
 		e.Time = l.opts.Now().UTC()
 	}
@@ -262,6 +266,9 @@ func (l *Log) List(ctx context.Context, limit int, before string) ([]Entry, erro
 			e = Entry{Action: "undecodable", Target: name}
 		}
 		e.Seq = name
+		if e.Before != nil || e.After != nil {
+			e.Changes = Diff(e.Before, e.After)
+		}
 		out = append(out, e)
 	}
 	return out, nil
