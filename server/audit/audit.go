@@ -15,6 +15,11 @@
 // older entries: others' go only when more than Keep/PerActor actors
 // flood at once.
 //
+// The retention is the console's (its flags). Other writers, as shepherd
+// ctl, follow it: the console publishes it in the data of the log's
+// directory at each trim, and a follower trims by what is published
+// there (Options.Follow).
+//
 // Entries hold what the console already redacted (no passwords); this
 // package stores and lists them and never decides what is allowed.
 package audit
@@ -77,6 +82,20 @@ type Options struct {
 	Now func() time.Time
 	// Logger; nil is slog.Default().
 	Logger *slog.Logger
+	// Follow is for a writer that does not own the log's retention, as
+	// shepherd ctl, which writes to the console's log without knowing the
+	// console's flags: it trims by the retention the owner published last
+	// (see Published), and by Keep, MaxAge and PerActor only while none is.
+	// An owner (Follow false) publishes its retention at each trim.
+	Follow bool
+}
+
+// Published is the retention an owner keeps in the data of the log's
+// directory, for the followers that write to the same log.
+type Published struct {
+	Keep          int   `json:"keep"`
+	MaxAgeSeconds int64 `json:"maxAgeSeconds"`
+	PerActor      int   `json:"perActor"`
 }
 
 // Log writes and lists entries below a directory.
@@ -180,17 +199,47 @@ func parseName(name string) node {
 // trim deletes the entries beyond the retention; failures are logged
 // and retried at the next trim.
 func (l *Log) trim(ctx context.Context) {
+	opts := l.retention(ctx)
 	nodes, err := l.nodes(ctx)
 	if err != nil {
 		l.opts.Logger.Warn("audit: listing for retention failed", "dir", l.dir, "err", err)
 		return
 	}
-	for _, n := range expired(nodes, l.opts) {
+	for _, n := range expired(nodes, opts) {
 		if err := l.s.Delete(ctx, l.dir+"/"+n, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			l.opts.Logger.Warn("audit: deleting an entry beyond retention failed", "dir", l.dir, "node", n, "err", err)
 			return
 		}
 	}
+}
+
+// retention is the retention trim applies: an owner's own, which it
+// publishes (when the directory holds another); a follower's the
+// published one, or its own while none is (or it cannot be read).
+func (l *Log) retention(ctx context.Context) Options {
+	own := Published{Keep: l.opts.Keep, MaxAgeSeconds: int64(l.opts.MaxAge / time.Second), PerActor: l.opts.PerActor}
+	var data []byte
+	err := l.s.Retry(ctx, func() (err error) {
+		data, _, err = l.s.Get(ctx, l.dir)
+		return err
+	})
+	var p Published
+	valid := err == nil && json.Unmarshal(data, &p) == nil && p.Keep > 0 && p.MaxAgeSeconds > 0 && p.PerActor > 0
+	if !l.opts.Follow {
+		if err == nil && p != own {
+			enc, _ := json.Marshal(own)
+			if _, err := l.s.Set(ctx, l.dir, enc, -1); err != nil {
+				l.opts.Logger.Warn("audit: publishing the retention failed", "dir", l.dir, "err", err)
+			}
+		}
+		return l.opts
+	}
+	if !valid {
+		return l.opts
+	}
+	opts := l.opts
+	opts.Keep, opts.MaxAge, opts.PerActor = p.Keep, time.Duration(p.MaxAgeSeconds)*time.Second, p.PerActor
+	return opts
 }
 
 // expired are the names of the entries retention deletes, of nodes

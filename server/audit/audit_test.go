@@ -131,3 +131,55 @@ func TestRetentionRules(t *testing.T) {
 		t.Fatalf("expired = %v, want %v", got, want)
 	}
 }
+
+// TestFollowersTrimByThePublishedRetention: a follower (shepherd ctl)
+// trims by its own options only until the owner (the console) has
+// published its retention; then by the console's, whatever its own say,
+// and a listing shows each entry's changes.
+func TestFollowersTrimByThePublishedRetention(t *testing.T) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		s, err := recipe.Dial(ctx, tg.Chroot(t, "auditfollow"), recipe.Options{Auth: coordtest.Auth})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		const dir = "/shepherd/console/audit"
+		follower := New(s, dir, Options{Keep: 4, PerActor: 4, Follow: true})
+		write := func(l *Log, n int, user string) {
+			t.Helper()
+			for i := range n {
+				e := Entry{User: user, Action: "job.pause", Target: fmt.Sprintf("job/j%d", i), Before: map[string]bool{"paused": false}, After: map[string]bool{"paused": true}}
+				if err := l.Write(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		count := func() int {
+			t.Helper()
+			nodes, err := follower.nodes(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(nodes)
+		}
+		write(follower, 33, "digest:admin")
+		if n := count(); n > 4+16 {
+			t.Fatalf("nothing published: %d entries kept, want the follower's own 4 (to 20)", n)
+		}
+		write(New(s, dir, Options{Keep: 30, PerActor: 30}), 16, "admin")
+		data, _, err := s.Get(ctx, dir)
+		if err != nil || string(data) != `{"keep":30,"maxAgeSeconds":7776000,"perActor":30}` {
+			t.Fatalf("published retention %s, %v", data, err)
+		}
+		write(follower, 64, "digest:admin")
+		if n := count(); n < 30 || n > 30+16 {
+			t.Fatalf("published: %d entries kept, want the owner's 30 (to 46)", n)
+		}
+		got, err := follower.List(ctx, 1, "")
+		if err != nil || len(got) != 1 || len(got[0].Changes) != 1 || got[0].Changes[0].Text != "paused: false → true" {
+			t.Fatalf("listed %+v, %v; want the change of paused", got, err)
+		}
+	})
+}
