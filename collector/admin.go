@@ -232,6 +232,19 @@ func RedactedURI(uri string) string {
 	return u.Redacted()
 }
 
+// RedactedURIs is RedactedURI of each of uris, in a slice of its own
+// (nil for nil): what the audit log keeps of a change of the list.
+func RedactedURIs(uris []string) []string {
+	if uris == nil {
+		return nil
+	}
+	out := make([]string, len(uris))
+	for i, u := range uris {
+		out[i] = RedactedURI(u)
+	}
+	return out
+}
+
 // sourcesOf is the state of each source of the list: its collector, and
 // its lag and lines from the statuses.
 func sourcesOf(uris []string, nodes []collectorNode) []SourceStatus {
