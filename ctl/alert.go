@@ -138,7 +138,9 @@ func (r *runner) alertSilence(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
-	if err := monitor.AddSilence(ctx, s, sl); err != nil {
+	err = monitor.AddSilence(ctx, s, sl)
+	r.record("alert.silence", "silence/"+sl.ID, nil, sl, err)
+	if err != nil {
 		return err
 	}
 	if r.json {
@@ -155,7 +157,15 @@ func (r *runner) alertUnsilence(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
-	return monitor.RemoveSilence(ctx, s, args[0])
+	var before any
+	if sils, _, err := monitor.Silences(ctx, s, false); err == nil {
+		if i := slices.IndexFunc(sils, func(sl monitor.Silence) bool { return sl.ID == args[0] }); i >= 0 {
+			before = sils[i]
+		}
+	}
+	err = monitor.RemoveSilence(ctx, s, args[0])
+	r.record("alert.unsilence", "silence/"+args[0], before, nil, err)
+	return err
 }
 
 func (r *runner) alertTest(c *cli.Context) error {

@@ -134,7 +134,7 @@ func (r *runner) jobAdd(c *cli.Context) error {
 	r.warnUnsecured(s, "schedulers refuse the job")
 	for _, j := range jobs {
 		ctx, cancel := r.opCtx()
-		err := scheduler.NewAdmin(s).StoreJob(ctx, j)
+		err := r.storeJob(ctx, scheduler.NewAdmin(s), j)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("job add %s: %w", j.Name, jobError(err))
@@ -151,6 +151,25 @@ func (r *runner) jobAdd(c *cli.Context) error {
 		return writeJSON(r.env.Stdout, map[string]any{"stored": names})
 	}
 	return nil
+}
+
+// storeJob stores j, audited as the console audits it: job.create, or
+// job.update with the job it replaces; environment values hidden.
+func (r *runner) storeJob(ctx context.Context, a *scheduler.Admin, j scheduler.Job) error {
+	action := "job.create"
+	var before any
+	old, _, err := a.JobVersion(ctx, j.Name)
+	switch {
+	case err == nil:
+		action, before = "job.update", old.Redacted()
+	case errors.Is(err, scheduler.ErrInvalidJob):
+		action = "job.update"
+	case !errors.Is(err, scheduler.ErrNoSuchJob):
+		return err
+	}
+	err = a.StoreJob(ctx, j)
+	r.record(action, "job/"+j.Name, before, j.Redacted(), err)
+	return err
 }
 
 func (r *runner) jobList(c *cli.Context) error {
@@ -280,6 +299,7 @@ func (r *runner) jobRunNow(c *cli.Context) error {
 	var key string
 	if err == nil {
 		key, err = a.Trigger(ctx, args[0], time.Now())
+		r.record("job.run", "job/"+args[0], nil, map[string]string{"runKey": key}, err)
 	}
 	cancel()
 	if err != nil {
@@ -328,7 +348,15 @@ func (r *runner) jobPause(pause bool) cli.ActionFunc {
 		}
 		ctx, cancel := r.opCtx()
 		defer cancel()
-		return jobError(scheduler.NewAdmin(s).SetPaused(ctx, args[0], pause))
+		a := scheduler.NewAdmin(s)
+		var before any
+		if was, err := a.Paused(ctx, args[0]); err == nil {
+			before = map[string]bool{"paused": was}
+		}
+		err = a.SetPaused(ctx, args[0], pause)
+		action := map[bool]string{true: "job.pause", false: "job.resume"}[pause]
+		r.record(action, "job/"+args[0], before, map[string]bool{"paused": pause}, err)
+		return jobError(err)
 	}
 }
 
@@ -339,7 +367,14 @@ func (r *runner) jobRemove(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
-	return jobError(scheduler.NewAdmin(s).RemoveJob(ctx, args[0]))
+	a := scheduler.NewAdmin(s)
+	var before any
+	if old, _, err := a.JobVersion(ctx, args[0]); err == nil {
+		before = old.Redacted()
+	}
+	err = a.RemoveJob(ctx, args[0])
+	r.record("job.delete", "job/"+args[0], before, nil, err)
+	return jobError(err)
 }
 
 // jobLogs prints a run's log file when it is on this machine, and the

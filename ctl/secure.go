@@ -106,9 +106,11 @@ func (r *runner) secure(c *cli.Context) error {
 			return s.NodeACL(), nil
 		}
 		if err := r.secureTree(s, st, dry, policy, report); err != nil {
+			r.recordSecure(changes, dry, err)
 			return err
 		}
 	}
+	r.recordSecure(changes, dry, nil)
 	if r.json {
 		if changes == nil {
 			changes = []aclChange{}
@@ -129,6 +131,32 @@ func (r *runner) secure(c *cli.Context) error {
 		r.warn("the nodes set were writable by others until now: review what they say (ctl job list, ctl task list, ctl source list) before trusting it")
 	}
 	return nil
+}
+
+// recordSecure audits what secure changed (nothing for a dry run): the
+// ACL of each node before and after, by path; the console has no such
+// action, so it is ctl's own, acl.secure. err is what stopped secure, if
+// anything; nodes it could not change make an error too.
+func (r *runner) recordSecure(changes []aclChange, dry bool, err error) {
+	if dry || (len(changes) == 0 && err == nil) {
+		return
+	}
+	before, after := map[string]string{}, map[string]string{}
+	failed := 0
+	for _, ch := range changes {
+		if ch.Error != "" {
+			failed++
+			continue
+		}
+		if !ch.Created {
+			before[ch.Path] = aclText(ch.Old)
+		}
+		after[ch.Path] = aclText(ch.New)
+	}
+	if err == nil && failed > 0 {
+		err = fmt.Errorf("%d nodes could not be changed", failed)
+	}
+	r.record("acl.secure", "acls", before, after, err)
 }
 
 // Subtrees are the roots of Shepherd's subtrees, the replication one at

@@ -54,6 +54,8 @@ func (r *runner) sourceAdd(c *cli.Context) error {
 	ctx, cancel := r.opCtx()
 	n, err := collector.NewAdmin(s).AddSources(ctx, uris...)
 	cancel()
+	before, after := sourcesFields(uris, nil)
+	r.record("sources.change", "sources", before, after, err)
 	if err != nil {
 		return r.collectorError(collector.SourcesPath, err)
 	}
@@ -72,6 +74,8 @@ func (r *runner) sourceRm(c *cli.Context) error {
 	ctx, cancel := r.opCtx()
 	n, err := collector.NewAdmin(s).RemoveSources(ctx, uris...)
 	cancel()
+	before, after := sourcesFields(nil, uris)
+	r.record("sources.change", "sources", before, after, err)
 	if err != nil {
 		return r.collectorError(collector.SourcesPath, err)
 	}

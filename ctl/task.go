@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -186,7 +187,7 @@ func (r *runner) taskAdd(c *cli.Context) error {
 	var out []added
 	for i, ns := range specs {
 		sp := ns.spec
-		if err := a.AddTask(ctx, sp, replace); err != nil {
+		if err := r.addTask(ctx, a, sp, replace); err != nil {
 			if i > 0 {
 				return fmt.Errorf("%w (the %d tasks before it were stored)", err, i)
 			}
@@ -204,6 +205,26 @@ func (r *runner) taskAdd(c *cli.Context) error {
 		return writeJSON(r.env.Stdout, out)
 	}
 	return nil
+}
+
+// addTask stores sp, audited as the console audits it: task.create, or
+// task.update with the spec it replaces.
+func (r *runner) addTask(ctx context.Context, a *core.Admin, sp *core.Spec, replace bool) error {
+	action := "task.create"
+	var old *core.Spec
+	if replace {
+		var err error
+		old, _, err = a.TaskVersion(ctx, sp.Name)
+		if err != nil && !errors.Is(err, core.ErrNoTask) && !errors.Is(err, core.ErrInvalidSpec) {
+			return err
+		}
+		if !errors.Is(err, core.ErrNoTask) {
+			action = "task.update"
+		}
+	}
+	err := a.AddTask(ctx, sp, replace)
+	r.record(action, "task/"+sp.Name, redactedSpec(old), redactedSpec(sp), err)
+	return err
 }
 
 // specFileExts are the files of a directory that task add -f reads.
@@ -395,7 +416,14 @@ func (r *runner) taskSetState(state string) cli.ActionFunc {
 		}
 		ctx, cancel := r.opCtx()
 		defer cancel()
-		if err := a.SetState(ctx, name, state); err != nil {
+		var before any
+		if old, _, err := a.TaskVersion(ctx, name); err == nil {
+			before = stateField(old.State)
+		}
+		action := map[string]string{core.DesiredRunning: "task.start", core.DesiredStopped: "task.stop"}[state]
+		err = a.SetState(ctx, name, state)
+		r.record(action, "task/"+name, before, stateField(state), err)
+		if err != nil {
 			return err
 		}
 		if r.json {
@@ -416,7 +444,10 @@ func (r *runner) taskRemove(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
-	if err := a.RemoveTask(ctx, name); err != nil {
+	old, _, _ := a.TaskVersion(ctx, name)
+	err = a.RemoveTask(ctx, name)
+	r.record("task.delete", "task/"+name, redactedSpec(old), nil, err)
+	if err != nil {
 		return err
 	}
 	if r.json {
@@ -436,6 +467,9 @@ func (r *runner) taskResetEpoch(c *cli.Context) error {
 	ctx, cancel := r.opCtx()
 	defer cancel()
 	res, err := a.ResetEpoch(ctx, name, r.engine, r.logger())
+	// The console has no reset-epoch: ctl's own action name.
+	r.record("task.reset-epoch", "task/"+name, map[string]int64{"targetEpoch": res.TargetEpoch, "lastCommitEpoch": res.LastCommitEpoch},
+		map[string]int64{"targetEpoch": 0, "lastCommitEpoch": min(res.LastCommitEpoch, 0)}, err)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,7 @@ func (r *runner) taskHandover(c *cli.Context) error {
 	ctx, cancel := r.opCtx()
 	defer cancel()
 	h, err := a.Handover(ctx, name)
+	r.record("task.handover", "task/"+name, map[string]string{"owner": h.From}, map[string]string{"next": h.To}, err)
 	if err != nil {
 		return err
 	}
@@ -67,19 +68,20 @@ func (r *runner) taskResetPosition(c *cli.Context) error {
 	if err != nil {
 		return usagef("task reset-position: --to: %v", err)
 	}
-	return r.moveTask(c, func(ctx context.Context, a *core.Admin, name string) (core.PositionReset, error) {
+	return r.moveTask(c, "task.reset-position", func(ctx context.Context, a *core.Admin, name string) (core.PositionReset, error) {
 		return a.ResetPosition(ctx, name, pos, r.engine, r.logger())
 	})
 }
 
 func (r *runner) taskSkipEvent(c *cli.Context) error {
-	return r.moveTask(c, func(ctx context.Context, a *core.Admin, name string) (core.PositionReset, error) {
+	return r.moveTask(c, "task.skip-event", func(ctx context.Context, a *core.Admin, name string) (core.PositionReset, error) {
 		return a.SkipEvent(ctx, name, r.engine, r.logger())
 	})
 }
 
-// moveTask runs a position change on the task argument and prints it.
-func (r *runner) moveTask(c *cli.Context, move func(context.Context, *core.Admin, string) (core.PositionReset, error)) error {
+// moveTask runs a position change on the task argument, audited as
+// action, and prints it.
+func (r *runner) moveTask(c *cli.Context, action string, move func(context.Context, *core.Admin, string) (core.PositionReset, error)) error {
 	name, a, err := r.oneTask(c)
 	if err != nil {
 		return err
@@ -87,6 +89,8 @@ func (r *runner) moveTask(c *cli.Context, move func(context.Context, *core.Admin
 	ctx, cancel := r.opCtx()
 	defer cancel()
 	res, err := move(ctx, a, name)
+	before, after := positionFields(res)
+	r.record(action, "task/"+name, before, after, err)
 	if err != nil {
 		return err
 	}

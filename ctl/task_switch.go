@@ -2,8 +2,6 @@ package ctl
 
 import (
 	"fmt"
-	"os"
-	"os/user"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -34,6 +32,7 @@ func (r *runner) taskSwitchSource(c *cli.Context) error {
 	ctx, cancel := r.opCtx()
 	defer cancel()
 	req, err := a.SwitchSource(ctx, name, c.String("to"), requester())
+	r.record("task.switch-source", "task/"+name, map[string]string{"source": req.From}, map[string]string{"source": req.To}, err)
 	if err != nil {
 		return err
 	}
@@ -89,11 +88,4 @@ func (r *runner) awaitSwitch(a *core.Admin, req core.SourceSwitchRequest, wait t
 
 // requester names who asks, for the record of a switch: the user and
 // host running ctl.
-func requester() string {
-	who := "?"
-	if u, err := user.Current(); err == nil {
-		who = u.Username
-	}
-	host, _ := os.Hostname()
-	return "ctl " + who + "@" + host
-}
+func requester() string { return "ctl " + osUserHost() }

@@ -116,7 +116,9 @@ func (r *runner) userAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.withTimeout(func(ctx context.Context) error { return st.AddUser(ctx, args[0], role, pw, c.Bool("replace")) }); err != nil {
+	err = r.withTimeout(func(ctx context.Context) error { return st.AddUser(ctx, args[0], role, pw, c.Bool("replace")) })
+	r.record("user.add", "user/"+args[0], nil, map[string]any{"role": c.String("role"), "replace": c.Bool("replace")}, err)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(r.env.Stdout, "user %s (%s) stored\n", args[0], role)
@@ -149,11 +151,12 @@ func listAccounts[T any](r *runner, list func(*auth.Store, context.Context) ([]T
 }
 
 func (r *runner) userRemove(c *cli.Context) error {
-	return r.removeAccount(c, (*auth.Store).RemoveUser)
+	return r.removeAccount(c, "user", (*auth.Store).RemoveUser)
 }
 
-// removeAccount removes the user or token its one argument names.
-func (r *runner) removeAccount(c *cli.Context, remove func(*auth.Store, context.Context, string) error) error {
+// removeAccount removes the user or token its one argument names, of
+// kind "user" or "token" (audited as user.remove or token.revoke).
+func (r *runner) removeAccount(c *cli.Context, kind string, remove func(*auth.Store, context.Context, string) error) error {
 	args, err := argsN(c, 1, 1)
 	if err != nil {
 		return err
@@ -162,7 +165,9 @@ func (r *runner) removeAccount(c *cli.Context, remove func(*auth.Store, context.
 	if err != nil {
 		return err
 	}
-	return r.withTimeout(func(ctx context.Context) error { return remove(st, ctx, args[0]) })
+	err = r.withTimeout(func(ctx context.Context) error { return remove(st, ctx, args[0]) })
+	r.record(map[string]string{"user": "user.remove", "token": "token.revoke"}[kind], kind+"/"+args[0], nil, nil, err)
+	return err
 }
 
 func (r *runner) tokenCreate(c *cli.Context) error {
@@ -182,6 +187,7 @@ func (r *runner) tokenCreate(c *cli.Context) error {
 		tok, ti, err = st.CreateToken(ctx, c.String("user"), c.String("note"))
 		return err
 	})
+	r.record("token.create", "token/"+ti.ID, nil, map[string]string{"user": c.String("user"), "note": c.String("note")}, err)
 	if err != nil {
 		return err
 	}
@@ -203,7 +209,7 @@ func (r *runner) tokenList(c *cli.Context) error {
 }
 
 func (r *runner) tokenRevoke(c *cli.Context) error {
-	return r.removeAccount(c, (*auth.Store).RevokeToken)
+	return r.removeAccount(c, "token", (*auth.Store).RevokeToken)
 }
 
 // withTimeout runs fn bounded by --timeout.
