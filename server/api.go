@@ -547,7 +547,9 @@ func (s *Server) apiChangeSources(w http.ResponseWriter, r *http.Request, p prin
 	if err == nil && len(req.Remove) > 0 {
 		removed, err = collector.NewAdmin(s.deps.Session).RemoveSources(r.Context(), req.Remove...)
 	}
-	s.record(r, p, "sources.change", "sources", map[string][]string{"remove": req.Remove}, map[string][]string{"add": req.Add}, err)
+	// A URI may carry a password (https://user:password@host/…).
+	s.record(r, p, "sources.change", "sources", map[string][]string{"remove": collector.RedactedURIs(req.Remove)},
+		map[string][]string{"add": collector.RedactedURIs(req.Add)}, err)
 	if err != nil {
 		return err
 	}

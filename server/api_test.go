@@ -127,6 +127,62 @@ func TestTaskLifecycleThroughTheAPI(t *testing.T) {
 	})
 }
 
+// TestAuditShowsFieldChanges: the audit API lists each entry's changed
+// fields beside its before and after, and the audit page shows them; a
+// password in a source URI is in neither.
+func TestAuditShowsFieldChanges(t *testing.T) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		c := startConsole(t, tg, nil)
+		admin := c.as("admin")
+		if st, body := admin.do("POST", "/api/v1/tasks", specJSON, nil); st != http.StatusCreated {
+			t.Fatalf("create: %d %s", st, body)
+		}
+		etag := admin.last.Header.Get("ETag")
+		_, body := admin.do("GET", "/api/v1/tasks/orders", nil, nil)
+		var tv struct {
+			Spec json.RawMessage `json:"spec"`
+		}
+		_ = json.Unmarshal([]byte(body), &tv)
+		edited := strings.Replace(string(tv.Spec), `"shop.*"`, `"shop.orders"`, 1)
+		if st, body := admin.do("PUT", "/api/v1/tasks/orders", edited, map[string]string{"If-Match": etag}); st != 200 {
+			t.Fatalf("update: %d %s", st, body)
+		}
+		if st, body := admin.do("POST", "/api/v1/sources", `{"add":["https://collector:pa55@logs.test/app.log"]}`, nil); st != 200 {
+			t.Fatalf("sources: %d %s", st, body)
+		}
+		st, body := admin.do("GET", "/api/v1/audit", nil, nil)
+		var audit struct {
+			Entries []struct {
+				Action  string
+				Changes []struct{ Path, Op, Text string }
+			}
+		}
+		if err := json.Unmarshal([]byte(body), &audit); err != nil || st != 200 || len(audit.Entries) != 3 {
+			t.Fatalf("audit: %d %s", st, body)
+		}
+		var update []string
+		for _, ch := range audit.Entries[1].Changes {
+			update = append(update, ch.Op+" "+ch.Text)
+		}
+		want := []string{"changed filter.include[0]: shop.* → shop.orders"}
+		if audit.Entries[1].Action != "task.update" || !slices.Equal(update, want) {
+			t.Errorf("changes of %s: %q, want %q", audit.Entries[1].Action, update, want)
+		}
+		if strings.Contains(body, "pa55") {
+			t.Errorf("a source's password in the audit log: %s", body)
+		}
+		st, page := admin.do("GET", "/audit", nil, nil)
+		for _, want := range []string{"filter.include[0]: shop.* → shop.orders", "add: added", "before and after"} {
+			if st != 200 || !strings.Contains(page, want) {
+				t.Errorf("the audit page (%d) lacks %q:\n%s", st, want, page)
+			}
+		}
+		if strings.Contains(page, "pa55") {
+			t.Errorf("a source's password on the audit page")
+		}
+	})
+}
+
 // TestEveryRouteChecksTheRole: each route answers 401 without a login,
 // 403 forbidden below its role, and something else at its role.
 func TestEveryRouteChecksTheRole(t *testing.T) {
