@@ -14,6 +14,11 @@
 // ctl, the console and the monitor show the same thing; with --json they
 // print the same types.
 //
+// Every change a verb makes to what Shepherd's processes act on is
+// recorded in the console's audit log (package server/audit), with the
+// console's action names and Via "ctl", by one helper (runner.record); a
+// failed record is a warning and never changes the verb's outcome.
+//
 // Run is the whole program: it takes the words after "shepherd ctl" and an
 // Env (the standard streams, the signals to forward, a clock zone) and
 // returns the exit status, so every verb is testable in-process.
