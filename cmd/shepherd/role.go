@@ -101,12 +101,18 @@ func roleCommand(r role) *cli.Command {
 			}
 			defer s.Close()
 			if err := ensureSubtrees(ctx, s, r.subtrees(c), log); err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped while starting: a clean stop, as once running
+				}
 				return fmt.Errorf("%s: %w", r.name, err)
 			}
 			h := proc.NewHTTP()
 			h.AddSessionCheck("session", s)
 			run, err := start(env{connect: c.String(proc.FlagZK), session: s, http: h, log: log})
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped while starting
+				}
 				return err
 			}
 			if addr := c.String(proc.FlagHTTPListen); addr != "" {
