@@ -153,10 +153,18 @@ func (v TaskView) LagText() string {
 		return "-"
 	case !v.LagKnown:
 		return "unknown"
-	case v.Lag < time.Second:
-		return v.Lag.Round(10 * time.Millisecond).String()
-	case v.Lag < time.Minute:
-		return v.Lag.Round(100 * time.Millisecond).String()
 	}
-	return v.Lag.Round(time.Second).String()
+	return HumanDuration(v.Lag)
+}
+
+// HumanDuration renders a lag or an age for people: "850ms", "12.5s",
+// "3m5s" — the one rendering ctl and the console's pages share.
+func HumanDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }

@@ -26,7 +26,7 @@ func lagText(st core.InstanceState) string {
 	if st.State != core.StateRunning {
 		return "-"
 	}
-	return (time.Duration(st.LagSeconds * float64(time.Second))).Round(100 * time.Millisecond).String()
+	return cluster.HumanDuration(time.Duration(st.LagSeconds * float64(time.Second)))
 }
 
 // positionText renders a position, or "-".

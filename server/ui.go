@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/monitor"
 	"github.com/shepherd-dev/shepherd/scheduler"
@@ -39,14 +40,7 @@ var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs
 
 // humanSeconds renders seconds as "850ms", "12.5s" or "3m5s".
 func humanSeconds(x float64) string {
-	d := time.Duration(x * float64(time.Second))
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
+	return cluster.HumanDuration(time.Duration(x * float64(time.Second)))
 }
 
 // humanRate renders a rate per second: one decimal below 10, else whole.
