@@ -17,7 +17,6 @@ import (
 
 	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
-	"github.com/shepherd-dev/shepherd/internal/testpeer"
 	"github.com/shepherd-dev/shepherd/scheduler"
 	"github.com/shepherd-dev/shepherd/server/auth"
 )
@@ -32,19 +31,8 @@ import (
 // when the schedule is changed; the job is deleted with a confirmation;
 // and every change is in the audit log.
 func TestBrowserJobFromTheForm(t *testing.T) {
-	_, err := os.Stat(chromiumPath)
-	testpeer.Require(t, "chromium", err == nil, fmt.Sprint(err))
-	tg := targets[0]
-	tg.Require(t)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	connect := tg.Chroot(t, "browser-jobs")
-	s := dial(t, connect, coordtest.Auth)
+	ctx, connect, s := browserCluster(t, "browser-jobs", "alice", auth.Admin, 2*time.Minute)
 	log := slog.New(slog.DiscardHandler)
-	if err := auth.NewStore(s, auth.Options{BcryptCost: bcrypt.MinCost}).AddUser(ctx, "alice", auth.Admin, []byte(testPassword), false); err != nil {
-		t.Fatal(err)
-	}
 	runInBackground(t, ctx, "scheduler", func(ctx context.Context) error {
 		sc, err := scheduler.New(dial(t, connect, coordtest.Auth), scheduler.Options{Host: "sched1", LogDir: t.TempDir(), Logger: log, Resync: time.Second})
 		if err != nil {

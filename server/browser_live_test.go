@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
-	"github.com/shepherd-dev/shepherd/internal/testpeer"
 	"github.com/shepherd-dev/shepherd/scheduler"
 	"github.com/shepherd-dev/shepherd/server/auth"
 )
@@ -30,25 +28,14 @@ import (
 // defined while they are open; the task form's standby note follows
 // what is typed and the cores that exist.
 func TestBrowserListsFollowTheCluster(t *testing.T) {
-	_, err := os.Stat(chromiumPath)
-	testpeer.Require(t, "chromium", err == nil, fmt.Sprint(err))
-	tg := targets[0]
-	tg.Require(t)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	connect := tg.Chroot(t, "browser-live")
-	s := dial(t, connect, coordtest.Auth)
+	ctx, _, s := browserCluster(t, "browser-live", "alice", auth.Admin, 2*time.Minute)
 	log := slog.New(slog.DiscardHandler)
-	if err := auth.NewStore(s, auth.Options{BcryptCost: bcrypt.MinCost}).AddUser(ctx, "alice", auth.Admin, []byte(testPassword), false); err != nil {
-		t.Fatal(err)
-	}
 	tasks := core.NewAdmin(s, "")
 	// One task to begin with, so that the count has something to drop from.
 	if err := tasks.AddTask(ctx, mustSpec(t, strings.Replace(specJSON, `"orders"`, `"first"`, 1)), false); err != nil {
 		t.Fatal(err)
 	}
-	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{CoordServers: []string{tg.Addr}}), 500*time.Millisecond, log)
+	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{CoordServers: []string{targets[0].Addr}}), 500*time.Millisecond, log)
 	runInBackground(t, ctx, "poller", poller.Run)
 	srv, err := New(Config{}, Deps{Session: s, Feed: poller, Logger: log, BcryptCost: bcrypt.MinCost})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
@@ -393,6 +394,26 @@ func (b *browser) shot(name string) {
 	}
 }
 
+// browserCluster starts what every browser test needs: chromium present,
+// a fresh chroot of the first coordination server with user (of role)
+// in it, and a context bounding the test. It returns the context, the
+// connect string and an authenticated session.
+func browserCluster(t *testing.T, chroot, user string, role auth.Role, d time.Duration) (context.Context, string, *recipe.Session) {
+	t.Helper()
+	_, err := os.Stat(chromiumPath)
+	testpeer.Require(t, "chromium", err == nil, fmt.Sprint(err))
+	tg := targets[0]
+	tg.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	connect := tg.Chroot(t, chroot)
+	s := dial(t, connect, coordtest.Auth)
+	if err := auth.NewStore(s, auth.Options{BcryptCost: bcrypt.MinCost}).AddUser(ctx, user, role, []byte(testPassword), false); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, connect, s
+}
+
 // runInBackground runs fn until the test ends, and fails the test if it
 // returns an error before that.
 func runInBackground(t *testing.T, ctx context.Context, what string, fn func(context.Context) error) {
@@ -419,19 +440,8 @@ func runInBackground(t *testing.T, ctx context.Context, what string, fn func(con
 // removes it (the banner is back); the task recovers, the banner goes
 // by itself on another page and the alert is in the resolved history.
 func TestBrowserAlerts(t *testing.T) {
-	_, err := os.Stat(chromiumPath)
-	testpeer.Require(t, "chromium", err == nil, fmt.Sprint(err))
-	tg := targets[0]
-	tg.Require(t)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	connect := tg.Chroot(t, "browser-alerts")
-	s := dial(t, connect, coordtest.Auth)
+	ctx, connect, s := browserCluster(t, "browser-alerts", "olga", auth.Operator, 3*time.Minute)
 	log := slog.New(slog.DiscardHandler)
-	if err := auth.NewStore(s, auth.Options{BcryptCost: bcrypt.MinCost}).AddUser(ctx, "olga", auth.Operator, []byte(testPassword), false); err != nil {
-		t.Fatal(err)
-	}
 	if err := core.NewAdmin(s, "").AddTask(ctx, mustSpec(t, specJSON), false); err != nil {
 		t.Fatal(err)
 	}
