@@ -141,10 +141,7 @@ func TestCrashAndResume(t *testing.T) {
 				c = &subprocess{spec: spec, out: out}
 			}
 
-			const txns = 1500
-			loadDone := make(chan error, 1)
-			pool := source.DB(t)
-			go func() { loadDone <- crashLoad(pool, db, txns) }()
+			load := startLoad(t, source, db, 1500)
 			c.start(t)
 			for i := 0; i < 6; i++ {
 				// Let it apply a little, then crash it mid-stream.
@@ -152,9 +149,7 @@ func TestCrashAndResume(t *testing.T) {
 				c.crash(t)
 				c.start(t)
 			}
-			if err := <-loadDone; err != nil {
-				t.Fatalf("load: %v", err)
-			}
+			txns := load.finish(t)
 			waitCaughtUp(t, r, source, nil)
 			c.crash(t)
 			assertSameData(t, source, target, db, db)
@@ -173,29 +168,104 @@ func TestCrashAndResume(t *testing.T) {
 // and one counter increment.
 func crashLoad(conn *sql.DB, db string, txns int) error {
 	for i := 1; i <= txns; i++ {
-		tx, err := conn.Begin()
-		if err != nil {
-			return err
-		}
-		stmts := []string{
-			fmt.Sprintf("INSERT INTO %s.kv VALUES (%d, 'v%d', 0) ON DUPLICATE KEY UPDATE n = n + 1", db, i%200, i),
-			fmt.Sprintf("INSERT INTO %s.log VALUES (%d, 'txn %d')", db, i, i),
-			fmt.Sprintf("UPDATE %s.counter SET n = n + 1 WHERE id = 1", db),
-		}
-		if i%7 == 0 {
-			stmts = append(stmts, fmt.Sprintf("DELETE FROM %s.kv WHERE id = %d", db, (i*13)%200))
-		}
-		for _, s := range stmts {
-			if _, err := tx.Exec(s); err != nil {
-				tx.Rollback()
-				return fmt.Errorf("%s: %w", s, err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
+		if err := crashTxn(conn, db, i); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// crashTxn writes source transaction number i of the crash load.
+func crashTxn(conn *sql.DB, db string, i int) error {
+	tx, err := conn.Begin()
+	if err != nil {
+		return err
+	}
+	stmts := []string{
+		fmt.Sprintf("INSERT INTO %s.kv VALUES (%d, 'v%d', 0) ON DUPLICATE KEY UPDATE n = n + 1", db, i%200, i),
+		fmt.Sprintf("INSERT INTO %s.log VALUES (%d, 'txn %d')", db, i, i),
+		fmt.Sprintf("UPDATE %s.counter SET n = n + 1 WHERE id = 1", db),
+	}
+	if i%7 == 0 {
+		stmts = append(stmts, fmt.Sprintf("DELETE FROM %s.kv WHERE id = %d", db, (i*13)%200))
+	}
+	for _, s := range stmts {
+		if _, err := tx.Exec(s); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// maxLoadTxns bounds a sourceLoad: one that is never stopped fails the
+// test rather than writing forever.
+const maxLoadTxns = 200000
+
+// sourceLoad writes crash-load transactions until the test stops it. A
+// test that must crash or fence a replicator while the source is being
+// written orders it that way: the load runs until the test has done so.
+// A fixed transaction count hoped to outlast the crashes is a race the
+// replicator wins on a fast day (the checkpoint stops moving once it has
+// caught up with a finished load).
+type sourceLoad struct {
+	stop chan struct{}
+	done chan loadResult
+}
+
+type loadResult struct {
+	txns int
+	err  error
+}
+
+// startLoad starts a load that writes at least atLeast transactions.
+func startLoad(t *testing.T, source *testpeer.MariaDB, db string, atLeast int) *sourceLoad {
+	l := &sourceLoad{stop: make(chan struct{}), done: make(chan loadResult, 1)}
+	pool := source.DB(t)
+	go func() {
+		i := 0
+		for {
+			if i >= atLeast {
+				select {
+				case <-l.stop:
+					l.done <- loadResult{txns: i}
+					return
+				default:
+				}
+			}
+			if i >= maxLoadTxns {
+				l.done <- loadResult{txns: i, err: fmt.Errorf("load not stopped after %d transactions", i)}
+				return
+			}
+			if err := crashTxn(pool, db, i+1); err != nil {
+				l.done <- loadResult{txns: i, err: err}
+				return
+			}
+			i++
+		}
+	}()
+	t.Cleanup(l.halt)
+	return l
+}
+
+func (l *sourceLoad) halt() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+}
+
+// finish stops the load and returns how many transactions it committed.
+func (l *sourceLoad) finish(t *testing.T) int {
+	t.Helper()
+	l.halt()
+	res := <-l.done
+	l.done <- res
+	if res.err != nil {
+		t.Fatalf("load: %v", res.err)
+	}
+	return res.txns
 }
 
 // waitApplied waits until the target's checkpoint has been seen at moves

@@ -52,7 +52,7 @@ func TestFencing(t *testing.T) {
 	r1 := openReplicator(t, cfg)
 	from := currentPosition(t, r1)
 	createCrashTables(t, source, db)
-	load := backgroundLoad(t, source, db, 3000)
+	load := startLoad(t, source, db, 1500)
 
 	old := startRun(t, r1, from, 1, "old")
 	waitApplied(t, r1, 3)
@@ -70,9 +70,7 @@ func TestFencing(t *testing.T) {
 		t.Errorf("ErrFenced classified as retryable or generic non-retryable: %v", err)
 	}
 
-	if err := <-load; err != nil {
-		t.Fatalf("load: %v", err)
-	}
+	load.finish(t)
 	waitCaughtUp(t, r2, source, newer)
 	assertSameData(t, source, target, db, db)
 	cp, _, _ := r2.TargetCheckpoint(t.Context())
@@ -251,7 +249,7 @@ func TestTargetCrashRetriesAndCatchesUp(t *testing.T) {
 	r := openReplicator(t, cfg)
 	from := currentPosition(t, r)
 	createCrashTables(t, source, db)
-	load := backgroundLoad(t, source, db, 1500)
+	load := startLoad(t, source, db, 1500)
 	rn := startRun(t, r, from, 1, "test")
 	waitApplied(t, r, 3)
 
@@ -263,9 +261,7 @@ func TestTargetCrashRetriesAndCatchesUp(t *testing.T) {
 		return nil
 	})
 	target.Start(t)
-	if err := <-load; err != nil {
-		t.Fatalf("load: %v", err)
-	}
+	txns := load.finish(t)
 	waitCaughtUp(t, r, source, rn)
 	if p := rn.progress(); p.State != StateRunning || p.Retries != 0 {
 		t.Errorf("after recovery progress = %+v, want running with no retries pending", p)
@@ -273,8 +269,8 @@ func TestTargetCrashRetriesAndCatchesUp(t *testing.T) {
 	assertSameData(t, source, target, db, db)
 	var n int
 	target.DB(t).QueryRow("SELECT n FROM " + db + ".counter").Scan(&n)
-	if n != 1500 {
-		t.Errorf("target counter = %d, want 1500", n)
+	if n != txns {
+		t.Errorf("target counter = %d, want %d", n, txns)
 	}
 }
 
