@@ -56,10 +56,6 @@ func (r SourceReading) Has(file string) bool {
 	return slices.ContainsFunc(r.Logs, func(b BinlogFile) bool { return b.Name == file })
 }
 
-// sourceTimeout bounds one reading of a source: a source that hangs must
-// not hold up the evaluation of every rule.
-const sourceTimeout = 5 * time.Second
-
 // ReadSource connects to a task's source as the task does (its user and
 // password) and reads its binary logs and their expiry. A failure is in
 // the reading's Err.
@@ -74,6 +70,8 @@ func ReadSource(ctx context.Context, ep core.Endpoint, password string, now time
 }
 
 func readSource(ctx context.Context, addr, user, password, flavor string, r *SourceReading) error {
+	// (The monitor bounds its readings itself; a caller of ReadSource
+	// alone gets sourceTimeout too: a source that hangs must not hang it.)
 	ctx, cancel := context.WithTimeout(ctx, sourceTimeout)
 	defer cancel()
 	cfg := mysql.NewConfig()

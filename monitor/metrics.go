@@ -25,6 +25,10 @@ type metrics struct {
 	active        prometheus.Gauge
 	notifications *prometheus.CounterVec
 	evaluations   prometheus.Counter
+	// evaluationSeconds is how long evaluations take: one that outlasts
+	// the interval delays the next.
+	evaluationSeconds prometheus.Histogram
+	sourceReads       *prometheus.CounterVec
 
 	mu   sync.Mutex
 	last *evaluation // of the last evaluation as active monitor
@@ -52,9 +56,15 @@ func newMetrics(m *Monitor) *metrics {
 	x.notifications = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shepherd_monitor_notifications_total",
 		Help: "Notification deliveries by channel and result (ok, error)."}, []string{"channel", "result"})
 	x.evaluations = prometheus.NewCounter(prometheus.CounterOpts{Name: "shepherd_monitor_evaluations_total", Help: "Rule evaluations by this monitor as the active one."})
-	x.reg.MustRegister(x.active, x.notifications, x.evaluations, x)
+	x.evaluationSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "shepherd_monitor_evaluation_duration_seconds",
+		Help: "How long an evaluation as the active monitor took, source readings included.", Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30, 60}})
+	x.sourceReads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shepherd_monitor_source_reads_total",
+		Help: "Source readings by result: ok, error, backoff (a failed source not read again yet), cached (a stopped task's recent reading), budget (not read: the evaluation's time ran out)."}, []string{"result"})
+	x.reg.MustRegister(x.active, x.notifications, x.evaluations, x.evaluationSeconds, x.sourceReads, x)
 	return x
 }
+
+func (x *metrics) sourceRead(result string) { x.sourceReads.WithLabelValues(result).Inc() }
 
 func (x *metrics) notification(channel string, err error) {
 	res := "ok"

@@ -63,6 +63,10 @@ type Monitor struct {
 	wasActive bool
 	outage    *outage
 
+	// sources is what the active monitor remembers of source readings
+	// between evaluations (sources.go); owned by Run's goroutine.
+	sources *sourceMemory
+
 	// checkStateTrusted is Session.CheckTrusted; tests make it fail.
 	checkStateTrusted func(ctx context.Context, base, p string) error
 }
@@ -107,6 +111,7 @@ func New(cfg Config, deps Deps) (*Monitor, error) {
 		election: recipe.NewElection(deps.Session, ElectionPath, cfg.Name),
 		admin:    core.NewAdmin(deps.Session, cfg.CoreRoot),
 
+		sources:           newSourceMemory(cfg.Interval),
 		checkStateTrusted: deps.Session.CheckTrusted,
 	}
 	m.metrics = newMetrics(m)
@@ -184,6 +189,8 @@ func (m *Monitor) tick(ctx context.Context) {
 // evaluate is one evaluation by the active monitor whose election node
 // is termNode: rules, alert state, notifications.
 func (m *Monitor) evaluate(ctx context.Context, termNode string) error {
+	began := time.Now()
+	defer func() { m.metrics.evaluationSeconds.Observe(time.Since(began).Seconds()) }()
 	now := m.deps.Now()
 	snap := m.deps.Feed.Latest()
 	if snap == nil {
@@ -313,97 +320,6 @@ func (m *Monitor) logNotes(ns []Notification) {
 	for _, n := range ns {
 		m.log.Info("monitor: alert "+n.Status, "rule", n.Rule, "labels", n.Labels, "summary", n.Summary, "id", n.ID)
 	}
-}
-
-// readSources reads the source of every task whose spec this monitor may
-// act on: the spec (with its credentials) is read unredacted and used
-// only if no session without the monitor's identity could have written
-// it. Tasks of one source (address and account) share one reading. The
-// source candidates of tasks that have them are probed too, by task.
-func (m *Monitor) readSources(ctx context.Context, snap *cluster.Snapshot, now time.Time) (map[string]SourceReading, map[string][]replication.SourceHealth) {
-	out := map[string]SourceReading{}
-	probes := map[string][]replication.SourceHealth{}
-	var mu sync.Mutex
-	type account struct {
-		host           string
-		port           int
-		user, password string
-	}
-	reads := map[account]func() SourceReading{}
-	read := func(ep core.Endpoint, pw string) SourceReading {
-		k := account{ep.Host, ep.Port, ep.User, pw}
-		mu.Lock()
-		f, ok := reads[k]
-		if !ok {
-			f = sync.OnceValue(func() SourceReading { return m.deps.ReadSource(ctx, ep, pw, now) })
-			reads[k] = f
-		}
-		mu.Unlock()
-		return f()
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4) // sources read at once
-	layout := m.admin.Layout()
-	for _, ts := range snap.Tasks {
-		if ts.Spec == nil {
-			continue
-		}
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			r, cands, ok := m.readSource(ctx, layout, ts.Name, ts.LastCommit, now, read)
-			if !ok {
-				return
-			}
-			mu.Lock()
-			out[ts.Name] = r
-			if cands != nil {
-				probes[ts.Name] = cands
-			}
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	return out, probes
-}
-
-func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task string, lc *core.LastCommit, now time.Time, read func(core.Endpoint, string) SourceReading) (SourceReading, []replication.SourceHealth, bool) {
-	if err := m.deps.Session.CheckTrusted(ctx, layout.Root, layout.Task(task)); err != nil {
-		m.log.Warn("monitor: not reading the source of an untrusted task", "task", task, "error", err)
-		return SourceReading{}, nil, false
-	}
-	// The spec alone: the snapshot has the task's checkpoint and instances.
-	sp, _, err := m.admin.TaskVersion(ctx, task)
-	if err != nil {
-		if !errors.Is(err, core.ErrNoTask) { // (a task removed since the snapshot is no news)
-			m.log.Warn("monitor: source not read: the task's spec is not readable", "task", task, "error", err)
-		}
-		return SourceReading{}, nil, false
-	}
-	// The server the task reads now: after a failover, not the primary.
-	var last core.LastCommit
-	if lc != nil {
-		last = *lc
-	}
-	src := sp.ActiveSource(last)
-	pw, err := src.ResolvePassword(ctx)
-	if err != nil {
-		return SourceReading{At: now, Err: fmt.Sprintf("task %s: source %v", task, err)}, nil, true
-	}
-	r := read(src, pw)
-	if r.Err != "" {
-		m.log.Warn("monitor: source not read", "task", task, "error", r.Err)
-	}
-	var cands []replication.SourceHealth
-	if len(sp.Source.Hosts) > 0 {
-		cands = []replication.SourceHealth{} // probed: none may be up
-		for _, e := range sp.Source.Candidates() {
-			if e.Addr() != src.Addr() {
-				cands = append(cands, m.deps.ProbeSource(ctx, e, pw))
-			}
-		}
-	}
-	return r, cands, true
 }
 
 // staleAfter is how old the active monitor's last state may be before
