@@ -48,6 +48,7 @@ bench: build test-deps
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkMySQLFailover -benchtime 5x ./core/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkColdRebalance -benchtime 1x ./core/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkConsole -benchtime 1x ./server/
+	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkReadSourcesWithHangingSources -benchtime 1x ./monitor/
 
 demo: build demo-deps
 	scripts/demo.sh

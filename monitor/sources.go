@@ -17,18 +17,20 @@ import (
 // evaluation ends within its interval even when many sources hang:
 //   - tasks of one source account share one reading, and one probe per
 //     source candidate;
-//   - at most sourceReaders sources are read at once, each for at most
-//     sourceTimeout;
+//   - at most sourceReaders sources are read (or probed) at once, each for
+//     at most sourceTimeout;
 //   - no reading starts once the evaluation's reading budget is spent
 //     (readBudget); those tasks' sources count as not read this time;
 //   - a source whose reading failed is not read again before its backoff
-//     ends (the failed reading stands in until then);
+//     ends (the failed reading stands in until then), and the tasks whose
+//     source answered last time are read before the others;
 //   - a stopped task's source is read every stoppedReadEvery intervals
 //     (5 minutes at the default interval): only the binary-log rules look
 //     at it, and binary logs expire over hours or days.
 const (
 	sourceTimeout    = 5 * time.Second
-	sourceReaders    = 16
+	sourceReaders    = 32
+	taskReaders      = 16 // tasks whose spec is read from the coordination service at once
 	stoppedReadEvery = 20
 	maxSourceBackoff = 5 * time.Minute
 )
@@ -72,18 +74,19 @@ type sourceMemory struct {
 	mu      sync.Mutex
 	failed  map[sourceAccount]sourceFailure
 	stopped map[string]SourceReading // by task: its last reading
+	good    map[string]bool          // by task: its last reading succeeded
 }
 
 func newSourceMemory(interval time.Duration) *sourceMemory {
 	return &sourceMemory{interval: interval, timeout: sourceTimeout, budget: readBudget(interval), stoppedAge: stoppedReadEvery * interval,
-		failed: map[sourceAccount]sourceFailure{}, stopped: map[string]SourceReading{}}
+		failed: map[sourceAccount]sourceFailure{}, stopped: map[string]SourceReading{}, good: map[string]bool{}}
 }
 
 // backoff is how long a source that failed n times in a row waits before
-// it is read again: the interval, doubled per failure, up to
-// maxSourceBackoff.
+// it is read again: two intervals (so that the next evaluation skips it),
+// doubled per further failure, up to maxSourceBackoff.
 func (sm *sourceMemory) backoff(n int) time.Duration {
-	d := sm.interval
+	d := 2 * sm.interval
 	for i := 1; i < n && d < maxSourceBackoff; i++ {
 		d *= 2
 	}
@@ -106,12 +109,31 @@ func (m *Monitor) readSources(ctx context.Context, snap *cluster.Snapshot, now t
 	var mu sync.Mutex // guards out, probes, reads and probed
 	reads := map[sourceAccount]func() SourceReading{}
 	probed := map[sourceAccount]func() replication.SourceHealth{}
+	// Readings are bounded by slots of their own: the tasks of one
+	// account wait on its one reading without holding one.
+	deadline := time.Now().Add(sm.budget)
+	slots := make(chan struct{}, sourceReaders)
+	bounded := func(do func()) bool {
+		slots <- struct{}{}
+		defer func() { <-slots }()
+		if !time.Now().Before(deadline) {
+			m.metrics.sourceRead("budget")
+			return false
+		}
+		do()
+		return true
+	}
 	read := func(ep core.Endpoint, pw string) SourceReading {
 		k := sourceAccount{ep.Host, ep.Port, ep.User, pw}
 		mu.Lock()
 		f, ok := reads[k]
 		if !ok {
-			f = sync.OnceValue(func() SourceReading { return m.readAccount(ctx, k, ep, pw, now) })
+			f = sync.OnceValue(func() (r SourceReading) {
+				if !bounded(func() { r = m.readAccount(ctx, k, ep, pw, now) }) {
+					r = SourceReading{At: now, Err: errBudgetSpent.Error()}
+				}
+				return r
+			})
 			reads[k] = f
 		}
 		mu.Unlock()
@@ -122,71 +144,111 @@ func (m *Monitor) readSources(ctx context.Context, snap *cluster.Snapshot, now t
 		mu.Lock()
 		f, ok := probed[k]
 		if !ok {
-			f = sync.OnceValue(func() replication.SourceHealth {
-				ctx, cancel := context.WithTimeout(ctx, sm.timeout)
-				defer cancel()
-				return m.deps.ProbeSource(ctx, ep, pw)
+			f = sync.OnceValue(func() (h replication.SourceHealth) {
+				if !bounded(func() {
+					ctx, cancel := context.WithTimeout(ctx, sm.timeout)
+					defer cancel()
+					h = m.deps.ProbeSource(ctx, ep, pw)
+				}) {
+					h = replication.SourceHealth{Addr: ep.Addr(), Err: errBudgetSpent}
+				}
+				return h
 			})
 			probed[k] = f
 		}
 		mu.Unlock()
 		return f()
 	}
-	deadline := time.Now().Add(sm.budget)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, sourceReaders)
 	layout := m.admin.Layout()
 	stoppedNow := map[string]bool{}
+	readAll := func(tasks []core.TaskStatus) {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, taskReaders)
+		for _, ts := range tasks {
+			running := desiredRunning(ts)
+			wg.Go(func() {
+				// The spec is read in a slot of its own; the source is
+				// read outside it (in a reading slot), so that tasks of a
+				// source that hangs do not hold up the others' specs.
+				sem <- struct{}{}
+				src, ok := m.sourceOf(ctx, layout, ts.Name, ts.LastCommit)
+				<-sem
+				if !ok {
+					return
+				}
+				r := SourceReading{At: now, Err: src.err}
+				if src.err == "" {
+					r = read(src.ep, src.pw)
+				}
+				if r.Err != "" {
+					m.log.Warn("monitor: source not read", "task", ts.Name, "error", r.Err)
+				}
+				var cands []replication.SourceHealth
+				if running && src.err == "" && src.candidates != nil {
+					cands = []replication.SourceHealth{}
+					for _, e := range src.candidates {
+						cands = append(cands, probe(e, src.pw))
+					}
+				}
+				sm.mu.Lock()
+				if !running {
+					sm.stopped[ts.Name] = r
+				}
+				if r.Err == "" {
+					sm.good[ts.Name] = true
+				} else {
+					delete(sm.good, ts.Name)
+				}
+				sm.mu.Unlock()
+				mu.Lock()
+				out[ts.Name] = r
+				if cands != nil {
+					probes[ts.Name] = cands
+				}
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+	// The tasks whose source was read last time first, then the others
+	// (new, or failing): sources that hang then cannot take the slots and
+	// the budget of the ones that answer.
+	var good, rest []core.TaskStatus
 	for _, ts := range snap.Tasks {
 		if ts.Spec == nil {
 			continue
 		}
-		running := desiredRunning(ts)
-		if !running {
+		if !desiredRunning(ts) {
 			stoppedNow[ts.Name] = true
 			sm.mu.Lock()
 			last, ok := sm.stopped[ts.Name]
 			sm.mu.Unlock()
 			if ok && now.Sub(last.At) < sm.stoppedAge && !now.Before(last.At) {
-				mu.Lock()
 				out[ts.Name] = last
-				mu.Unlock()
 				m.metrics.sourceRead("cached")
 				continue
 			}
 		}
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if !time.Now().Before(deadline) {
-				m.metrics.sourceRead("budget")
-				mu.Lock()
-				out[ts.Name] = SourceReading{At: now, Err: errBudgetSpent.Error()}
-				mu.Unlock()
-				return
-			}
-			r, cands, ok := m.readSource(ctx, layout, ts.Name, ts.LastCommit, now, running, read, probe)
-			if !ok {
-				return
-			}
-			if !running {
-				sm.mu.Lock()
-				sm.stopped[ts.Name] = r
-				sm.mu.Unlock()
-			}
-			mu.Lock()
-			out[ts.Name] = r
-			if cands != nil {
-				probes[ts.Name] = cands
-			}
-			mu.Unlock()
-		})
+		sm.mu.Lock()
+		wasGood := sm.good[ts.Name]
+		sm.mu.Unlock()
+		if wasGood {
+			good = append(good, ts)
+		} else {
+			rest = append(rest, ts)
+		}
 	}
-	wg.Wait()
+	readAll(good)
+	readAll(rest)
 	sm.mu.Lock()
 	for task := range sm.stopped {
 		if !stoppedNow[task] {
 			delete(sm.stopped, task) // removed, or running again: read afresh once stopped
+		}
+	}
+	for task := range sm.good {
+		if _, ok := out[task]; !ok {
+			delete(sm.good, task) // removed
 		}
 	}
 	sm.mu.Unlock()
@@ -222,13 +284,20 @@ func (m *Monitor) readAccount(ctx context.Context, k sourceAccount, ep core.Endp
 	return r
 }
 
-// readSource reads one task's source (and probes its candidates, when
-// running): it reports false when the task is not to be read.
-func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task string, lc *core.LastCommit, now time.Time, running bool,
-	read func(core.Endpoint, string) SourceReading, probe func(core.Endpoint, string) replication.SourceHealth) (SourceReading, []replication.SourceHealth, bool) {
+// taskSource is what reading a task's source needs from its spec.
+type taskSource struct {
+	ep         core.Endpoint // the server the task reads now
+	pw         string
+	candidates []core.Endpoint // the other candidates, when it has some
+	err        string          // why the source cannot be read
+}
+
+// sourceOf reads a task's spec for its source: false when the task is not
+// to be read (untrusted, or gone).
+func (m *Monitor) sourceOf(ctx context.Context, layout core.Layout, task string, lc *core.LastCommit) (taskSource, bool) {
 	if err := m.deps.Session.CheckTrusted(ctx, layout.Root, layout.Task(task)); err != nil {
 		m.log.Warn("monitor: not reading the source of an untrusted task", "task", task, "error", err)
-		return SourceReading{}, nil, false
+		return taskSource{}, false
 	}
 	// The spec alone: the snapshot has the task's checkpoint and instances.
 	sp, _, err := m.admin.TaskVersion(ctx, task)
@@ -236,30 +305,25 @@ func (m *Monitor) readSource(ctx context.Context, layout core.Layout, task strin
 		if !errors.Is(err, core.ErrNoTask) { // (a task removed since the snapshot is no news)
 			m.log.Warn("monitor: source not read: the task's spec is not readable", "task", task, "error", err)
 		}
-		return SourceReading{}, nil, false
+		return taskSource{}, false
 	}
 	// The server the task reads now: after a failover, not the primary.
 	var last core.LastCommit
 	if lc != nil {
 		last = *lc
 	}
-	src := sp.ActiveSource(last)
-	pw, err := src.ResolvePassword(ctx)
-	if err != nil {
-		return SourceReading{At: now, Err: fmt.Sprintf("task %s: source %v", task, err)}, nil, true
+	src := taskSource{ep: sp.ActiveSource(last)}
+	if src.pw, err = src.ep.ResolvePassword(ctx); err != nil {
+		src.err = fmt.Sprintf("task %s: source %v", task, err)
+		return src, true
 	}
-	r := read(src, pw)
-	if r.Err != "" {
-		m.log.Warn("monitor: source not read", "task", task, "error", r.Err)
-	}
-	var cands []replication.SourceHealth
-	if running && len(sp.Source.Hosts) > 0 {
-		cands = []replication.SourceHealth{} // probed: none may be up
+	if len(sp.Source.Hosts) > 0 {
+		src.candidates = []core.Endpoint{} // probed: none may be up
 		for _, e := range sp.Source.Candidates() {
-			if e.Addr() != src.Addr() {
-				cands = append(cands, probe(e, pw))
+			if e.Addr() != src.ep.Addr() {
+				src.candidates = append(src.candidates, e)
 			}
 		}
 	}
-	return r, cands, true
+	return src, true
 }

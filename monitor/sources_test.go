@@ -93,15 +93,17 @@ func TestSourceReadingsAreBounded(t *testing.T) {
 		if e := got["down"].Err; !strings.Contains(e, "connection refused") || !strings.Contains(e, "read again after") {
 			t.Fatalf("a failed source in its backoff reads %q; want its error and when it is read again", e)
 		}
-		// One interval on, they are read again; the second failure doubles the wait.
-		step(interval+time.Second, map[string]int{"u": 3, "d": 2, "h": 2, "s": 1})
-		step(interval+time.Second+interval+interval/2, map[string]int{"u": 4, "d": 2, "h": 2, "s": 1})
-		step(m.sources.stoppedAge+time.Second, map[string]int{"u": 5, "d": 3, "h": 3, "s": 2})
+		// The next evaluation skips them; two intervals on, they are read
+		// again, and the second failure doubles the wait.
+		step(interval, map[string]int{"u": 3, "d": 1, "h": 1, "s": 1})
+		step(2*interval, map[string]int{"u": 4, "d": 2, "h": 2, "s": 1})
+		step(2*interval+3*interval, map[string]int{"u": 5, "d": 2, "h": 2, "s": 1})
+		step(m.sources.stoppedAge+time.Second, map[string]int{"u": 6, "d": 3, "h": 3, "s": 2})
 
 		// The budget spent, nothing more is read (the stopped task's recent
 		// reading still stands).
 		m.sources.budget = 0
-		got = step(m.sources.stoppedAge+2*time.Second, map[string]int{"u": 5, "d": 3, "h": 3, "s": 2})
+		got = step(m.sources.stoppedAge+2*time.Second, map[string]int{"u": 6, "d": 3, "h": 3, "s": 2})
 		for _, task := range []string{"up1", "up2", "down", "hang"} {
 			if got[task].Err != errBudgetSpent.Error() {
 				t.Errorf("task %s with the budget spent: %+v, want %q", task, got[task], errBudgetSpent)
