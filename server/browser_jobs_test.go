@@ -65,6 +65,7 @@ func TestBrowserJobFromTheForm(t *testing.T) {
 	b.login("alice")
 
 	// The form: a bad schedule is refused naming the field, then fixed.
+	b.allow("status of 400 (Bad Request) " + hs.URL + "/api/v1/jobs") // the refusal
 	b.run("open the jobs", chromedp.Navigate(hs.URL+"/jobs"), chromedp.WaitVisible(chromedp.CSS("#new-job")))
 	b.run("open the form", chromedp.Click(chromedp.CSS("#new-job")), chromedp.WaitVisible(chromedp.CSS("#job-form")))
 	b.run("fill the form",

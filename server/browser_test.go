@@ -8,11 +8,16 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/crypto/bcrypt"
 
@@ -279,6 +284,12 @@ type browser struct {
 	ctx   context.Context
 	base  string
 	shots string
+
+	mu     sync.Mutex
+	errors []string // what the pages logged as errors (see record)
+	// allowed are substrings of errors the test causes on purpose (a
+	// refused request it checks the page's answer to).
+	allowed []string
 }
 
 func newBrowser(t *testing.T, ctx context.Context, base, shots string) *browser {
@@ -302,7 +313,72 @@ func newBrowser(t *testing.T, ctx context.Context, base, shots string) *browser 
 	if err := chromedp.Do(bctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
-	return &browser{t: t, ctx: bctx, base: base, shots: shots}
+	b := &browser{t: t, ctx: bctx, base: base, shots: shots}
+	if err := chromedp.Listen(bctx, b.record); err != nil {
+		t.Fatalf("listen to chromium: %v", err)
+	}
+	if _, err := chromedp.Call(bctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		t.Fatalf("enable chromium's log: %v", err)
+	}
+	t.Cleanup(b.checkNoErrors) // before the browser closes (cleanups run last first)
+	return b
+}
+
+// record keeps what a page reports as an error: an uncaught exception,
+// console.error, or a browser log entry of level error (a failed load, a
+// Content-Security-Policy violation).
+func (b *browser) record(ev any) {
+	var msg string
+	switch e := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		msg = "exception: " + e.ExceptionDetails.Text
+		if e.ExceptionDetails.Exception != nil && e.ExceptionDetails.Exception.Description != "" {
+			msg += " " + e.ExceptionDetails.Exception.Description
+		}
+	case *runtime.EventConsoleAPICalled:
+		if e.Type != runtime.ConsoleAPICalledTypeError {
+			return
+		}
+		var args []string
+		for _, a := range e.Args {
+			args = append(args, strings.Trim(string(a.Value), `"`)+a.Description)
+		}
+		msg = "console.error: " + strings.Join(args, " ")
+	case *cdplog.EventEntryAdded:
+		if e.Entry.Level != cdplog.EntryLevelError {
+			return
+		}
+		msg = fmt.Sprintf("log (%s): %s %s", e.Entry.Source, e.Entry.Text, e.Entry.URL)
+	default:
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.errors = append(b.errors, msg)
+}
+
+// allow lets errors holding substr pass checkNoErrors: the test causes
+// them on purpose.
+func (b *browser) allow(substr string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.allowed = append(b.allowed, substr)
+}
+
+// checkNoErrors fails the test if any page logged an error it did not
+// allow.
+func (b *browser) checkNoErrors() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var bad []string
+	for _, e := range b.errors {
+		if !slices.ContainsFunc(b.allowed, func(a string) bool { return strings.Contains(e, a) }) {
+			bad = append(bad, e)
+		}
+	}
+	if len(bad) > 0 {
+		b.t.Errorf("the pages logged %d errors:\n%s", len(bad), strings.Join(bad, "\n"))
+	}
 }
 
 func (b *browser) run(what string, steps ...chromedp.Action[chromedp.Void]) {
