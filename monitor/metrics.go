@@ -25,6 +25,7 @@ type metrics struct {
 	active        prometheus.Gauge
 	notifications *prometheus.CounterVec
 	evaluations   prometheus.Counter
+	seriesWrites  prometheus.Counter
 
 	mu   sync.Mutex
 	last *evaluation // of the last evaluation as active monitor
@@ -52,7 +53,9 @@ func newMetrics(m *Monitor) *metrics {
 	x.notifications = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shepherd_monitor_notifications_total",
 		Help: "Notification deliveries by channel and result (ok, error)."}, []string{"channel", "result"})
 	x.evaluations = prometheus.NewCounter(prometheus.CounterOpts{Name: "shepherd_monitor_evaluations_total", Help: "Rule evaluations by this monitor as the active one."})
-	x.reg.MustRegister(x.active, x.notifications, x.evaluations, x)
+	x.seriesWrites = prometheus.NewCounter(prometheus.CounterOpts{Name: "shepherd_monitor_series_writes_total",
+		Help: "Writes of tasks' lag and rows/s series (" + SeriesPath + "/<task>) by this monitor."})
+	x.reg.MustRegister(x.active, x.notifications, x.evaluations, x.seriesWrites, x)
 	return x
 }
 
