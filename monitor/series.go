@@ -138,6 +138,11 @@ func (w *seriesWriter) record(ctx context.Context, term string, in *Input) error
 	if _, bad := in.Snap.Errors[cluster.SectionTasks]; bad || maps.Equal(names, w.pruned) {
 		return nil // a failed read is no deletion
 	}
+	for k := range w.tasks {
+		if !names[k] {
+			delete(w.tasks, k)
+		}
+	}
 	if err := w.prune(ctx, names); err != nil {
 		return err
 	}
@@ -212,7 +217,7 @@ func (w *seriesWriter) write(ctx context.Context, task string, st *taskSeries) e
 	return nil
 }
 
-// prune deletes the series of tasks not in names.
+// prune deletes the stored series of tasks not in names.
 func (w *seriesWriter) prune(ctx context.Context, names map[string]bool) error {
 	var kids []string
 	err := w.s.Retry(ctx, func() (err error) {
@@ -234,7 +239,6 @@ func (w *seriesWriter) prune(ctx context.Context, names map[string]bool) error {
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return fmt.Errorf("monitor: delete %s (fenced by %s): %w", p, w.term, err)
 		}
-		delete(w.tasks, k)
 	}
 	return nil
 }

@@ -147,8 +147,8 @@ func TestSeriesIdleTasksCostNothing(t *testing.T) {
 		if ok, _, err := s.Exists(context.Background(), SeriesPath+"/orders"); err != nil || ok {
 			t.Fatalf("the series of a deleted task: exists %v, %v", ok, err)
 		}
-		if rig.writes != 4 {
-			t.Errorf("%d writes, want 4", rig.writes)
+		if rig.writes != 4 || len(rig.w.tasks) != 0 {
+			t.Errorf("%d writes, %d series in memory; want 4 and none", rig.writes, len(rig.w.tasks))
 		}
 	})
 }
