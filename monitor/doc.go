@@ -17,6 +17,9 @@
 //   - alerts.go: the alert state machine (pending, firing, resolved);
 //   - notify*.go: the channels (webhook, Slack, e-mail, command);
 //   - store.go: the state and silences in the coordination tree;
+//   - series.go: each task's lag and rows/s series (package series, the
+//     pure ring) in /shepherd/monitor/series/<task>, for the console's
+//     plots;
 //   - monitor.go: the active/standby loop; outage.go: what the last
 //     active monitor does while the coordination service is unreachable;
 //   - metrics.go: the Prometheus endpoint.

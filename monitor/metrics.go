@@ -25,6 +25,7 @@ type metrics struct {
 	active        prometheus.Gauge
 	notifications *prometheus.CounterVec
 	evaluations   prometheus.Counter
+	seriesWrites  prometheus.Counter
 	// evaluationSeconds is how long evaluations take: one that outlasts
 	// the interval delays the next.
 	evaluationSeconds prometheus.Histogram
@@ -56,11 +57,13 @@ func newMetrics(m *Monitor) *metrics {
 	x.notifications = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shepherd_monitor_notifications_total",
 		Help: "Notification deliveries by channel and result (ok, error)."}, []string{"channel", "result"})
 	x.evaluations = prometheus.NewCounter(prometheus.CounterOpts{Name: "shepherd_monitor_evaluations_total", Help: "Rule evaluations by this monitor as the active one."})
+	x.seriesWrites = prometheus.NewCounter(prometheus.CounterOpts{Name: "shepherd_monitor_series_writes_total",
+		Help: "Writes of tasks' lag and rows/s series (" + SeriesPath + "/<task>) by this monitor."})
 	x.evaluationSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "shepherd_monitor_evaluation_duration_seconds",
 		Help: "How long an evaluation as the active monitor took, source readings included.", Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 15, 30, 60}})
 	x.sourceReads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shepherd_monitor_source_reads_total",
 		Help: "Source readings by result: ok, error, backoff (a failed source not read again yet), cached (a stopped task's recent reading), budget (not read: the evaluation's time ran out)."}, []string{"result"})
-	x.reg.MustRegister(x.active, x.notifications, x.evaluations, x.evaluationSeconds, x.sourceReads, x)
+	x.reg.MustRegister(x.active, x.notifications, x.evaluations, x.seriesWrites, x.evaluationSeconds, x.sourceReads, x)
 	return x
 }
 

@@ -52,6 +52,7 @@ type Monitor struct {
 	election *recipe.Election
 	admin    *core.Admin
 	metrics  *metrics
+	series   *seriesWriter
 
 	// standby is the MonitorStandbyOnly alert this monitor raised, until
 	// delivered; noActiveSince is when it first saw no active monitor
@@ -115,6 +116,7 @@ func New(cfg Config, deps Deps) (*Monitor, error) {
 		checkStateTrusted: deps.Session.CheckTrusted,
 	}
 	m.metrics = newMetrics(m)
+	m.series = newSeriesWriter(deps.Session, m.log, m.metrics.seriesWrites.Inc)
 	return m, nil
 }
 
@@ -187,7 +189,7 @@ func (m *Monitor) tick(ctx context.Context) {
 }
 
 // evaluate is one evaluation by the active monitor whose election node
-// is termNode: rules, alert state, notifications.
+// is termNode: rules, alert state, notifications, then the tasks' series.
 func (m *Monitor) evaluate(ctx context.Context, termNode string) error {
 	began := time.Now()
 	defer func() { m.metrics.evaluationSeconds.Observe(time.Since(began).Seconds()) }()
@@ -250,7 +252,15 @@ func (m *Monitor) evaluate(ctx context.Context, termNode string) error {
 		}
 	}
 	m.metrics.observe(&in, findings, alerts)
-	return m.flush(ctx, termNode, &st, version)
+	if err := m.flush(ctx, termNode, &st, version); err != nil {
+		return err
+	}
+	// After the notifications, which matter more; a failure is retried
+	// at the next evaluation and holds up nothing else.
+	if err := m.series.record(ctx, termNode, &in); err != nil {
+		m.log.Warn("monitor: series", "error", err)
+	}
+	return nil
 }
 
 // findings runs every rule but MonitorStandbyOnly (a standby's).

@@ -32,6 +32,10 @@ const (
 	// creation decides which standby sends it; the next active monitor
 	// resolves it.
 	StandbyPath = Root + "/standby"
+	// SeriesPath holds one node per task, SeriesPath/<task>: its lag and
+	// rows/s over the last 24 hours (package series), written by the
+	// active monitor (series.go), plotted by the console.
+	SeriesPath = Root + "/series"
 )
 
 // stateVersion is the schema version of the state document.

@@ -286,7 +286,8 @@ type browser struct {
 	shots string
 
 	mu     sync.Mutex
-	errors []string // what the pages logged as errors (see record)
+	errors []string        // what the pages logged as errors (see record)
+	marks  map[string]bool // console.log marks seen (see checkNoErrors)
 	// allowed are substrings of errors the test causes on purpose (a
 	// refused request it checks the page's answer to).
 	allowed []string
@@ -313,7 +314,7 @@ func newBrowser(t *testing.T, ctx context.Context, base, shots string) *browser 
 	if err := chromedp.Do(bctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
-	b := &browser{t: t, ctx: bctx, base: base, shots: shots}
+	b := &browser{t: t, ctx: bctx, base: base, shots: shots, marks: map[string]bool{}}
 	if err := chromedp.Listen(bctx, b.record); err != nil {
 		t.Fatalf("listen to chromium: %v", err)
 	}
@@ -336,6 +337,13 @@ func (b *browser) record(ev any) {
 			msg += " " + e.ExceptionDetails.Exception.Description
 		}
 	case *runtime.EventConsoleAPICalled:
+		if e.Type == runtime.ConsoleAPICalledTypeLog && len(e.Args) == 1 {
+			if mark, ok := strings.CutPrefix(strings.Trim(string(e.Args[0].Value), `"`), browserMark); ok {
+				b.mu.Lock()
+				b.marks[mark] = true
+				b.mu.Unlock()
+			}
+		}
 		if e.Type != runtime.ConsoleAPICalledTypeError {
 			return
 		}
@@ -365,9 +373,29 @@ func (b *browser) allow(substr string) {
 	b.allowed = append(b.allowed, substr)
 }
 
+// browserMark starts the console.log line checkNoErrors orders itself
+// after.
+const browserMark = "shepherd-test-mark-"
+
 // checkNoErrors fails the test if any page logged an error it did not
-// allow.
+// allow. It first logs a mark and waits for it to come back, so that what
+// the page logged before has arrived (unless the page is gone: a test
+// that failed may have closed it).
 func (b *browser) checkNoErrors() {
+	mark := strconv.FormatInt(time.Now().UnixNano(), 10)
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(console.log("`+browserMark+mark+`"), true)`)); err == nil {
+		for ctx.Err() == nil {
+			b.mu.Lock()
+			seen := b.marks[mark]
+			b.mu.Unlock()
+			if seen {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var bad []string

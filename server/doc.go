@@ -21,6 +21,7 @@
 //
 // It never decodes a znode itself and never writes one except through
 // core.Admin, scheduler, collector, monitor (its state and silences,
-// read and changed through the functions `ctl alert` calls), auth and
+// read and changed through the functions `ctl alert` calls, and the
+// tasks' series the plots read through monitor.ReadSeries), auth and
 // audit.
 package server

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/monitor"
+	"github.com/shepherd-dev/shepherd/monitor/series"
 	"github.com/shepherd-dev/shepherd/scheduler"
 	"github.com/shepherd-dev/shepherd/server/auth"
 )
@@ -62,6 +63,10 @@ func classify(err error) *apiError {
 		{auth.ErrBadToken, http.StatusNotFound, "not_found"},
 		{monitor.ErrNoSilence, http.StatusNotFound, "not_found"},
 		{monitor.ErrInvalidSilence, http.StatusBadRequest, "invalid"},
+		{monitor.ErrSeriesName, http.StatusBadRequest, "invalid"},
+		// The monitor's stored series does not decode: the coordination
+		// tree answered with something no monitor writes.
+		{series.ErrBadSeries, http.StatusBadGateway, "bad_series"},
 	} {
 		if errors.Is(err, m.target) {
 			return errorf(m.status, m.code, msg)

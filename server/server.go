@@ -131,7 +131,7 @@ type Server struct {
 	metrics *metrics
 	events  eventCache
 	alerts  alertCache
-	lags    lagHistory
+	rates   lineRates
 	// patterns are the routes installed, for the OpenAPI test.
 	patterns []string
 	security *audit.Log // the security stream: refusals, failed logins
@@ -199,7 +199,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	retention := audit.Options{Keep: cfg.AuditKeep, MaxAge: cfg.AuditMaxAge, PerActor: cfg.AuditPerActor, Now: deps.Now, Logger: s.log}
 	s.audit = audit.New(deps.Session, auditDir(streamAudit), retention)
 	s.security = audit.New(deps.Session, auditDir(streamSecurity), retention)
-	if s.pages, err = newPages(&s.lags); err != nil {
+	if s.pages, err = newPages(&s.rates); err != nil {
 		return nil, err
 	}
 	s.mux = http.NewServeMux()
@@ -218,9 +218,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	return s, nil
 }
 
-// Track records what the pages show over time (the lag charts) from the
-// feed until ctx ends. Serve runs it; a caller that only installs the
-// Handler in its own mux runs it too.
+// Track follows the feed until ctx ends, for what the pages measure
+// between snapshots (the collectors' line rates). Serve runs it; a caller
+// that only installs the Handler in its own mux runs it too.
 func (s *Server) Track(ctx context.Context) { s.track(ctx) }
 
 // Handler is the console: API, UI, /health.

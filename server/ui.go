@@ -51,8 +51,8 @@ func humanRate(x float64) string {
 	return strconv.FormatFloat(x, 'f', 0, 64) + "/s"
 }
 
-// newPages parses the templates; lags feeds the collectors' rates.
-func newPages(lags *lagHistory) (*pages, error) {
+// newPages parses the templates; rates are the collectors'.
+func newPages(rates *lineRates) (*pages, error) {
 	funcs := template.FuncMap{
 		"json": func(v any) string {
 			b, _ := json.MarshalIndent(v, "", "  ")
@@ -86,7 +86,7 @@ func newPages(lags *lagHistory) (*pages, error) {
 		},
 		"lower": strings.ToLower,
 		"rate": func(c string) string {
-			if r, ok := lags.rate(c); ok {
+			if r, ok := rates.rate(c); ok {
 				return fmt.Sprintf("%.1f", r)
 			}
 			return "…"
@@ -197,7 +197,6 @@ type taskPage struct {
 	View    taskView
 	Summary liveTask
 	Spec    *core.Spec
-	Lag     lagChart
 	// Candidates are the source's host:port candidates, the primary
 	// first, when the spec has others; Reading is the one read now.
 	Candidates []string
@@ -255,7 +254,7 @@ func (s *Server) uiRoutes() {
 		}
 		d.Title = "Task " + tv.Name
 		snap, _ := s.snapshot()
-		page := taskPage{View: tv, Summary: taskSummary(snap, tv.TaskStatus), Spec: tv.Spec, Lag: s.lags.chart(tv.Name)}
+		page := taskPage{View: tv, Summary: taskSummary(snap, tv.TaskStatus), Spec: tv.Spec}
 		page.sourceCandidates()
 		d.Data, d.Own = page, d.Alerts.Firing("task", tv.Name)
 		return nil

@@ -589,6 +589,8 @@ function liveUpdates() {
     showBanner(s.alerts);
     tintStates();
     refreshTables().then(tintStates);
+    document.dispatchEvent(new CustomEvent("shepherd:snapshot")); // plots.js
+
   });
 }
 
