@@ -19,7 +19,7 @@ func TestMySQLCoordServerRestart(t *testing.T) {
 		source, target := sharedMariaDB(t)
 		ctx := coordtest.Context(t, 3*time.Minute)
 		srv := coordtest.StartRestartable(t, tg.Name, 500*time.Millisecond)
-		const sessionTimeout = 30 * time.Second // outlasts a JVM restart on a busy machine
+		const sessionTimeout = coordtest.RestartSessionTimeout // outlasts a JVM restart on a busy machine
 		a := NewAdmin(dial(t, srv.Addr, sessionTimeout), "")
 		db := testDB("restart")
 		createWorkloadSchema(t, db, source, target)

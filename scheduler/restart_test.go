@@ -51,7 +51,5 @@ func TestRunSurvivesServerRestart(t *testing.T) {
 	}
 }
 
-// restartSessionTimeout is the session timeout of clients that ride out
-// a server restart: a JVM restarting on a busy 2-core machine has taken
-// more than 9 s.
-const restartSessionTimeout = 30 * time.Second
+// restartSessionTimeout: see coordtest.RestartSessionTimeout.
+const restartSessionTimeout = coordtest.RestartSessionTimeout

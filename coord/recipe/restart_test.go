@@ -7,10 +7,8 @@ import (
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 )
 
-// restartSessionTimeout is the session timeout of clients that ride out
-// a server restart: a JVM restarting on a busy 2-core machine has taken
-// more than 9 s.
-const restartSessionTimeout = 30 * time.Second
+// restartSessionTimeout: see coordtest.RestartSessionTimeout.
+const restartSessionTimeout = coordtest.RestartSessionTimeout
 
 // TestMutexSurvivesServerRestart restarts the coordination server under a
 // lock holder: with the server back within the session timeout, the

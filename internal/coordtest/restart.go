@@ -17,6 +17,13 @@ type Restartable struct {
 	Restart func(t testing.TB)
 }
 
+// RestartSessionTimeout is the session timeout of clients that ride out a
+// restart of a StartRestartable server (with a 500 ms tick: 200 ticks is
+// 100 s). A test asserting that a session survives a restart assumes the
+// server is back within it; a JVM restarting on a loaded 2-core machine
+// has taken 28 s, so the margin is three times that.
+const RestartSessionTimeout = 90 * time.Second
+
 // StartRestartable starts a server for t alone: "shepherd" in-process or
 // "zookeeper" as a child JVM, with the given tick, fsync on (a restart
 // must keep what it acknowledged) and sessions of up to 200 ticks, so
