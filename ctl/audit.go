@@ -2,10 +2,13 @@ package ctl
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/user"
+	"strings"
 
 	"github.com/shepherd-dev/shepherd/collector"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
@@ -32,6 +35,12 @@ const anonymous = "anonymous"
 // neither undoes nor hides the change: it is a warning on stderr, and the
 // verb's exit status stays that of the change.
 func (r *runner) record(action, target string, before, after any, err error) {
+	r.recordEntry(action, target, before, after, err, true)
+}
+
+// recordEntry is record; with makeLog false, an entry is written only to
+// a log that exists, and none is made.
+func (r *runner) recordEntry(action, target string, before, after any, err error, makeLog bool) {
 	s := r.sess
 	if s == nil {
 		return // never connected: nothing was changed
@@ -46,6 +55,11 @@ func (r *runner) record(action, target string, before, after any, err error) {
 	// A signal after the change must not keep it out of the log.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.timeout)
 	defer cancel()
+	if !makeLog {
+		if ok, _, xerr := s.Exists(ctx, auth.AuditDir); xerr == nil && !ok {
+			return
+		}
+	}
 	if werr := writeAudit(ctx, s, e, r.logger()); werr != nil {
 		what := "was made"
 		if err != nil {
@@ -112,4 +126,50 @@ func positionFields(res core.PositionReset) (before, after map[string]string) {
 // removed, what is added, with any password in a URI hidden.
 func sourcesFields(add, remove []string) (before, after map[string][]string) {
 	return map[string][]string{"remove": collector.RedactedURIs(remove)}, map[string][]string{"add": collector.RedactedURIs(add)}
+}
+
+// recordZnode audits a raw write (create, set, delete, deleteall, setacl,
+// load) when it touches Shepherd's subtrees, where it changes what the
+// processes act on; writes elsewhere (ctl used as a plain ZooKeeper
+// client) are not Shepherd's to log. It joins the console's audit log if
+// there is one and never makes it: a raw write is often how a tree is
+// set up or mended, by any identity, and the log's subtree must be made
+// by the cluster's own (see writeAudit). The data written is never
+// recorded, since a task's spec holds a password: its length and SHA-256
+// are.
+func (r *runner) recordZnode(action, p string, data []byte, after map[string]any, err error) {
+	if !shepherdPath(p, r.replicationRoot()) {
+		return
+	}
+	if after == nil {
+		after = map[string]any{}
+	}
+	if data != nil {
+		sum := sha256.Sum256(data)
+		after["bytes"], after["sha256"] = len(data), hex.EncodeToString(sum[:])
+	}
+	if len(after) == 0 {
+		after = nil
+	}
+	r.recordEntry(action, "znode"+p, nil, after, err, false)
+}
+
+// shepherdPath reports whether p is one of Shepherd's subtree roots, is
+// below one, or is an ancestor of one (deleting it deletes a subtree).
+func shepherdPath(p, replicationRoot string) bool {
+	for _, st := range Subtrees(replicationRoot) {
+		if p == st.Path || strings.HasPrefix(p, st.Path+"/") || p == "/" || strings.HasPrefix(st.Path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// replicationRoot is the replication root raw writes are judged against:
+// $SHEPHERD_REPLICATION_ROOT, as the task verbs' --root, or the default.
+func (r *runner) replicationRoot() string {
+	if v := os.Getenv("SHEPHERD_REPLICATION_ROOT"); v != "" {
+		return v
+	}
+	return core.DefaultRoot
 }

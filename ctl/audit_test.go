@@ -1,6 +1,8 @@
 package ctl
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -117,7 +119,7 @@ func TestAnAuditFailureKeepsTheChange(t *testing.T) {
 			t.Fatalf("the pause is gone: %s", out)
 		}
 		mustCtl(t, connect, "create", "/shepherd")
-		mustCtl(t, connect, "create", "/shepherd/console")
+		mustCtl(t, connect, "create", "/shepherd/console") // not audited: no log yet, and a raw write makes none
 		mustCtl(t, connect, "job", "resume", "nightly")
 		es := auditEntries(t, connect)
 		if len(es) != 1 || es[0].User != "anonymous" || es[0].Action != "job.resume" || es[0].Via != "ctl" {
@@ -143,4 +145,71 @@ func TestCtlFollowsTheConsolesRetention(t *testing.T) {
 			t.Fatalf("%d entries kept; the console keeps 3 (trimming every 16th write)", len(es))
 		}
 	})
+}
+
+// TestRawWritesToShepherdsTreeAreAudited: create, set, setacl, delete,
+// deleteall and load of nodes in Shepherd's subtrees are audited, with
+// the data's length and SHA-256 but never the data; raw writes elsewhere
+// (ctl as a plain ZooKeeper client) are not.
+func TestRawWritesToShepherdsTreeAreAudited(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		connect := chrootOf(t, tg)
+		mustCtlAuth(t, connect, "job", "add", "--schedule", "@yearly", "report", "--", "true") // makes the subtrees and the log
+		const secret = "raw-secret-value"
+		mustCtlAuth(t, connect, "create", "/scheduler/jobs/raw", secret)
+		mustCtlAuth(t, connect, "set", "/scheduler/jobs/raw", secret+"2")
+		mustCtlAuth(t, connect, "setacl", "/scheduler/jobs/raw", "world:anyone:r")
+		mustCtlAuth(t, connect, "delete", "/scheduler/jobs/raw")
+		mustCtlAuth(t, connect, "create", "/scheduler/jobs/tree")
+		mustCtlAuth(t, connect, "create", "/scheduler/jobs/tree/leaf", secret)
+		mustCtlAuth(t, connect, "deleteall", "/scheduler/jobs/tree")
+		mustCtlAuth(t, connect, "create", "/elsewhere", secret)
+		mustCtlAuth(t, connect, "set", "/elsewhere", secret)
+
+		got := map[string]audit.Entry{}
+		var seen []string
+		for _, e := range auditEntries(t, connect) {
+			if strings.HasPrefix(e.Action, "znode.") {
+				key := e.Action + " " + e.Target
+				seen = append(seen, key)
+				got[key] = e
+			}
+		}
+		sum := sha256.Sum256([]byte(secret))
+		for _, want := range []struct{ key, after string }{
+			{"znode.create znode/scheduler/jobs/raw", `"sha256":"` + hex.EncodeToString(sum[:]) + `"`},
+			{"znode.set znode/scheduler/jobs/raw", `"bytes":17`},
+			{"znode.setacl znode/scheduler/jobs/raw", `"acl":"world:anyone:r"`},
+			{"znode.delete znode/scheduler/jobs/raw", `"expectedVersion":-1`},
+			{"znode.deleteall znode/scheduler/jobs/tree", `"deleted":2`},
+		} {
+			e, ok := got[want.key]
+			if !ok {
+				t.Errorf("no entry of %s; the raw writes audited: %q", want.key, seen)
+				continue
+			}
+			after, _ := json.Marshal(e.After)
+			if !strings.Contains(string(after), want.after) || e.Via != "ctl" || e.User != "digest:shepherd-test" {
+				t.Errorf("%s: %+v (after %s), want after holding %s", want.key, e, after, want.after)
+			}
+		}
+		if len(seen) != 7 { // the five above, and the creates of tree and leaf
+			t.Errorf("%d raw writes audited, want 7 (none of /elsewhere): %q", len(seen), seen)
+		}
+		all, _ := json.Marshal(auditEntries(t, connect))
+		if strings.Contains(string(all), secret) {
+			t.Errorf("the audit log holds the data written: %s", all)
+		}
+	})
+}
+
+func TestShepherdPath(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/scheduler": true, "/scheduler/jobs/x": true, "/shepherd": true, "/": true,
+		"/mysql_replicator": true, "/elsewhere": false, "/schedulerx": false, "/app/scheduler": false,
+	} {
+		if got := shepherdPath(p, "/mysql_replicator"); got != want {
+			t.Errorf("shepherdPath(%q) = %v, want %v", p, got, want)
+		}
+	}
 }

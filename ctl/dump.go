@@ -188,6 +188,7 @@ func (r *runner) load(c *cli.Context) error {
 	for _, n := range todo {
 		created, err := r.loadNode(s, n, overwrite)
 		if err != nil {
+			r.recordZnode("znode.load", to, nil, map[string]any{"file": args[0], "created": res.Created, "updated": res.Updated}, err)
 			return fmt.Errorf("load: %w (%d nodes created, %d updated before it)", err, res.Created, res.Updated)
 		}
 		if created {
@@ -196,6 +197,7 @@ func (r *runner) load(c *cli.Context) error {
 			res.Updated++
 		}
 	}
+	r.recordZnode("znode.load", to, nil, map[string]any{"file": args[0], "created": res.Created, "updated": res.Updated, "skipped": res.Skipped}, nil)
 	if len(ephemerals) > 0 {
 		r.warn("skipped %d ephemeral nodes, which belong to sessions, not to the data: %s", len(ephemerals), strings.Join(ephemerals, ", "))
 	}

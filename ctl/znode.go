@@ -294,8 +294,10 @@ func (r *runner) create(c *cli.Context) error {
 		created, err = s.Create(ctx, p, data, flags, acl)
 	}
 	if err != nil {
+		r.recordZnode("znode.create", p, data, nil, err)
 		return onPath(p, err)
 	}
+	r.recordZnode("znode.create", created, data, createdDetail(seq, eph, container, ttl, acl), nil)
 	if eph {
 		r.warn("%s is ephemeral: it is deleted when this command's session ends, which is now; to hold a node while a command runs, use lock or elect", created)
 	}
@@ -306,6 +308,28 @@ func (r *runner) create(c *cli.Context) error {
 	}
 	fmt.Fprintf(r.env.Stdout, "Created %s\n", created)
 	return nil
+}
+
+// createdDetail is what a create's audit entry says of the node made.
+func createdDetail(seq, eph, container bool, ttl int64, acl []zk.ACL) map[string]any {
+	d := map[string]any{}
+	switch {
+	case container:
+		d["mode"] = "container"
+	case eph:
+		d["mode"] = "ephemeral"
+	case ttl > 0:
+		d["mode"], d["ttlMs"] = "ttl", ttl
+	default:
+		d["mode"] = "persistent"
+	}
+	if seq {
+		d["sequential"] = true
+	}
+	if acl != nil {
+		d["acl"] = aclText(toJSONACL(acl))
+	}
+	return d
 }
 
 type getResult struct {
@@ -363,6 +387,7 @@ func (r *runner) set(c *cli.Context) error {
 	ctx, cancel := r.opCtx()
 	defer cancel()
 	st, err := s.Set(ctx, p, []byte(args[1]), v)
+	r.recordZnode("znode.set", p, []byte(args[1]), map[string]any{"expectedVersion": v}, err)
 	if err != nil {
 		return onPath(p, err)
 	}
@@ -421,7 +446,9 @@ func (r *runner) delete(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
-	if err := s.Delete(ctx, p, v); err != nil {
+	err = s.Delete(ctx, p, v)
+	r.recordZnode("znode.delete", p, nil, map[string]any{"expectedVersion": v}, err)
+	if err != nil {
 		return onPath(p, err)
 	}
 	if r.json {
@@ -451,6 +478,7 @@ func (r *runner) deleteAll(c *cli.Context) error {
 		return err
 	}
 	n, err := r.deleteTree(s, p, batch)
+	r.recordZnode("znode.deleteall", p, nil, map[string]any{"deleted": n}, err)
 	if err != nil {
 		return err
 	}
@@ -570,12 +598,14 @@ func (r *runner) setACL(c *cli.Context) error {
 			continue // deleted while we walked
 		}
 		if err != nil {
+			r.recordZnode("znode.setacl", p, nil, map[string]any{"acl": aclText(toJSONACL(acl)), "recursive": c.Bool("R")}, err)
 			return onPath(q, err)
 		}
 		if q == p {
 			st = qst
 		}
 	}
+	r.recordZnode("znode.setacl", p, nil, map[string]any{"acl": aclText(toJSONACL(acl)), "recursive": c.Bool("R"), "nodes": len(paths)}, nil)
 	switch {
 	case r.json:
 		writeJSON(r.env.Stdout, aclResult{p, toJSONACL(acl), toJSONStat(st)})
