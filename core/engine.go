@@ -72,6 +72,9 @@ type Progress struct {
 	// Committed is the last position committed to the target, with the
 	// data: a checkpoint that may be mirrored to lastCommit.
 	Committed Position
+	// Followed is the source history the target followed up to
+	// Committed (Checkpoint.Followed), "" when unknown.
+	Followed string
 	// Lag is how far behind the source the last applied event was.
 	Lag time.Duration
 	// Rows counts the rows applied since Run began.

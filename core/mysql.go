@@ -108,6 +108,7 @@ func (m mysqlReplicator) Run(ctx context.Context, from Position, epoch int64, ow
 		}
 		progress(Progress{
 			Committed: Position(p.Position),
+			Followed:  p.Followed,
 			Lag:       time.Duration(p.LagSeconds * float64(time.Second)),
 			Rows:      p.AppliedRows,
 			Retrying:  retrying,

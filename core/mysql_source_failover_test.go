@@ -143,6 +143,26 @@ func TestMySQLSourceFailoverKill9(t *testing.T) {
 	if o, _, _, err := targetCheckpoint(context.Background(), target.DB(t), task); err != nil || o != owner.Name {
 		t.Fatalf("target checkpoint owner %q, %v: want %s", o, err, owner.Name)
 	}
+	// The history the target followed (both servers' writes) is mirrored
+	// into lastCommit with the position: the monitor judges candidates
+	// against it (SourceFailoverUnsafe).
+	coordtest.WaitFor(t, 30*time.Second, "lastCommit to carry the target's history", func() error {
+		var file string
+		var pos uint32
+		var state string
+		if err := target.DB(t).QueryRowContext(ctx, "SELECT binlog_file, binlog_pos, gtid_state FROM shepherd.shepherd_checkpoint WHERE task = ?", task).Scan(&file, &pos, &state); err != nil {
+			return err
+		}
+		ts, err := a.Task(ctx, task)
+		if err != nil {
+			return err
+		}
+		lc := ts.LastCommit
+		if lc == nil || lc.File != file || lc.Pos != pos || lc.Followed != state || !strings.Contains(state, ",") {
+			return fmt.Errorf("lastCommit %+v; the target's checkpoint at %s:%d followed %q (want two servers' writes)", lc, file, pos, state)
+		}
+		return nil
+	})
 }
 
 // TestMySQLRepointWithReplace: the operator's manual move. A task reads a

@@ -100,6 +100,10 @@ type LastCommit struct {
 	Source string `json:"source,omitempty"`
 	// Switch is the task's last change of source, automatic or asked for.
 	Switch *SourceSwitch `json:"switch,omitempty"`
+	// Followed is the MariaDB source history the target followed up to
+	// the position (Checkpoint.Followed), "" when unknown: the monitor
+	// judges source candidates against it (TakeoverProblem).
+	Followed string `json:"followed,omitempty"`
 }
 
 // SourceSwitch records a task leaving one source candidate for another.

@@ -32,6 +32,7 @@ type term struct {
 	mu          sync.Mutex
 	committed   Position // last position known committed to the target
 	committedAt time.Time
+	followed    string // the source history followed up to committed (Progress.Followed)
 	lag         time.Duration
 	retrying    error // what the replicator is retrying by itself
 	rowsBefore  int64 // rows applied by earlier Runs of this term
@@ -95,7 +96,7 @@ func (tm *term) run(ctx context.Context, sp *Spec, key specKey) error {
 	tm.failure = lc.Failure
 	tm.source, tm.lastSwitch = sp.ActiveSource(lc).Addr(), lc.Switch
 	if existed && !lc.Position().IsZero() {
-		tm.committed, tm.committedAt = lc.Position(), lc.Time
+		tm.committed, tm.committedAt, tm.followed = lc.Position(), lc.Time, lc.Followed
 	}
 	tm.mu.Unlock()
 	if f := lc.Failure; f != nil && f.Attempts >= cfg.MaxFailures {
@@ -164,7 +165,7 @@ func (tm *term) runOnce(ctx context.Context, sp *Spec, key specKey) error {
 		// of "current" resolved again after a failover would skip what
 		// the source wrote in between.
 		tm.mu.Lock()
-		tm.committed, tm.committedAt = from, time.Now().UTC()
+		tm.committed, tm.committedAt, tm.followed = from, time.Now().UTC(), ""
 		tm.mu.Unlock()
 		if err := tm.flush(ctx); err != nil {
 			return fmt.Errorf("pin start position: %w", err)
@@ -232,7 +233,7 @@ func (tm *term) onProgress(p Progress) {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	if !p.Committed.IsZero() && p.Committed != tm.committed {
-		tm.committed, tm.committedAt = p.Committed, time.Now().UTC()
+		tm.committed, tm.committedAt, tm.followed = p.Committed, time.Now().UTC(), p.Followed
 		tm.failure = nil // past the failure: it was not permanent after all
 	}
 	if p.Retrying != nil && tm.retrying == nil {
@@ -290,7 +291,7 @@ func (tm *term) report(ctx context.Context, cancel context.CancelCauseFunc, key 
 // flush writes lastCommit if it is behind.
 func (tm *term) flush(ctx context.Context) error {
 	tm.mu.Lock()
-	lc := LastCommit{Time: tm.committedAt, Failure: tm.failure, Source: tm.source, Switch: tm.lastSwitch}
+	lc := LastCommit{Time: tm.committedAt, Failure: tm.failure, Source: tm.source, Switch: tm.lastSwitch, Followed: tm.followed}
 	pos := tm.committed
 	tm.mu.Unlock()
 	lc.setPosition(pos)

@@ -324,9 +324,9 @@ func sourceFailoverUnsafe(in *Input, _ *Thresholds) []Finding {
 		}
 		var problems []string
 		for _, h := range probes {
-			// The history the target followed is in its checkpoint row,
-			// which the monitor does not read: unknown.
-			p := core.TakeoverProblem(h, ts.Spec.Source.Flavor, ts.LastCommit.Position(), "")
+			// The history the target followed, as the owner mirrored it
+			// into lastCommit with the position ("" from older cores).
+			p := core.TakeoverProblem(h, ts.Spec.Source.Flavor, ts.LastCommit.Position(), ts.LastCommit.Followed)
 			if p == "" {
 				problems = nil
 				break

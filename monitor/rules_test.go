@@ -28,6 +28,14 @@ func task(name string, states ...string) core.TaskStatus {
 	return ts
 }
 
+// withFollowed sets the history the target followed in ts's lastCommit.
+func withFollowed(ts core.TaskStatus, followed string) core.TaskStatus {
+	lc := *ts.LastCommit
+	lc.Followed = followed
+	ts.LastCommit = &lc
+	return ts
+}
+
 func withCommit(ts core.TaskStatus, p core.Position, at time.Time) core.TaskStatus {
 	ts.LastCommit = &core.LastCommit{File: p.File, Pos: p.Pos, GTID: p.GTID, Server: p.Server, Time: at}
 	return ts
@@ -158,6 +166,22 @@ func TestRulesFindWhatTheyName(t *testing.T) {
 				{Addr: "r1:3306", Err: errors.New("connection refused")},
 				{Addr: "r2:3306", Server: "mariadb:3", LogBin: true, LogReplicaUpdates: true, GTID: "0-1-52", GTIDState: "0-1-52"},
 			}}}, nil},
+		// After two failovers (server 1, then 2, then 3 wrote domain 0),
+		// a replica with the same history is not errant: the history the
+		// target followed, mirrored into lastCommit, says 1 and 2 were
+		// followed. Without it the rule cannot tell, and warns.
+		{"after two failovers, the history followed known", RuleSourceFailoverUnsafe, Input{
+			Snap: &cluster.Snapshot{Tasks: []core.TaskStatus{withFollowed(withFailover(withCommit(task("t", core.StateRunning),
+				core.Position{File: "b.000003", Pos: 100, GTID: "0-3-50", Server: "mariadb:3"}, t0)), "0-1-20,0-2-40,0-3-50")}},
+			Candidates: map[string][]replication.SourceHealth{"t": {
+				{Addr: "r4:3306", Server: "mariadb:4", ReadOnly: true, LogBin: true, LogReplicaUpdates: true, GTID: "0-3-50", GTIDState: "0-1-20,0-2-40,0-3-50"},
+			}}}, nil},
+		{"after two failovers, the history followed unknown", RuleSourceFailoverUnsafe, Input{
+			Snap: &cluster.Snapshot{Tasks: []core.TaskStatus{withFailover(withCommit(task("t", core.StateRunning),
+				core.Position{File: "b.000003", Pos: 100, GTID: "0-3-50", Server: "mariadb:3"}, t0))}},
+			Candidates: map[string][]replication.SourceHealth{"t": {
+				{Addr: "r4:3306", Server: "mariadb:4", ReadOnly: true, LogBin: true, LogReplicaUpdates: true, GTID: "0-3-50", GTIDState: "0-1-20,0-2-40,0-3-50"},
+			}}}, []string{`SourceFailoverUnsafe{severity="warning",task="t"}`}},
 		{"candidates not probed: nothing assumed", RuleSourceFailoverUnsafe, Input{
 			Snap: &cluster.Snapshot{Tasks: []core.TaskStatus{withFailover(withCommit(task("t", core.StateRunning), gpos("b.000003", 100, "0-1-50"), t0))}}}, nil},
 

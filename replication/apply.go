@@ -68,7 +68,7 @@ type applier struct {
 
 	// onCommit is called after every commit with the rows and source
 	// transactions it made durable.
-	onCommit func(pos Position, ts uint32, rows, txns int)
+	onCommit func(pos Position, ts uint32, rows, txns int, followed string)
 }
 
 // pendingStmts are the multi-row statements being accumulated, at most
@@ -157,7 +157,8 @@ func (a *applier) flush(ctx context.Context) error {
 	pos, ts, rows, txns := a.openEnd, a.openTS, a.openRows, a.openTxns
 	// On a lost connection the outcome is unknown; Run re-reads the
 	// checkpoint to find out.
-	err := a.sess.commit(ctx, pos, a.followed, func() { a.onCommit(pos, ts, rows, txns) })
+	followed := a.followed.String() // as committed: a.followed moves on before the commit lands
+	err := a.sess.commit(ctx, pos, a.followed, func() { a.onCommit(pos, ts, rows, txns, followed) })
 	a.openRows, a.openTxns = 0, 0
 	return err
 }
@@ -766,6 +767,6 @@ func (a *applier) applyDDL(ctx context.Context, seg segment) error {
 	}
 	a.sess.base = seg.end
 	a.ddlPending = ""
-	a.onCommit(seg.end, seg.ts, 0, 1)
+	a.onCommit(seg.end, seg.ts, 0, 1, a.followed.String())
 	return nil
 }

@@ -34,6 +34,9 @@ type Progress struct {
 	// the same transaction as the data: a checkpoint the caller may
 	// mirror elsewhere (core writes it to lastCommit).
 	Position Position
+	// Followed is the source history the target followed up to Position
+	// (Checkpoint.Followed, committed with it), "" when unknown.
+	Followed string
 	// Epoch is the fencing epoch Run was given.
 	Epoch int64
 	// LagSeconds is how long ago the source committed the last
@@ -338,8 +341,8 @@ func (r *Replicator) startReading(ctx context.Context, start Position, id source
 // something fails; the caller aborts the open transaction.
 func (r *Replicator) apply(ctx context.Context, src *sourceFeed, ap *applier, st *runStats) error {
 	report := func() { st.send(StateRunning, nil, r.lag(src.rd, src.segments, ap, st)) }
-	ap.onCommit = func(pos Position, ts uint32, rows, txns int) {
-		st.commit(pos, ts, rows, txns)
+	ap.onCommit = func(pos Position, ts uint32, rows, txns int, followed string) {
+		st.commit(pos, followed, ts, rows, txns)
 		if time.Since(st.lastReport) >= progressEvery {
 			report()
 		}
@@ -443,6 +446,7 @@ type runStats struct {
 	epoch      int64
 	report     func(Progress)
 	committed  Position
+	followed   string // up to committed
 	lastTS     uint32
 	txns, rows int64
 	retries    int
@@ -454,8 +458,8 @@ type runStats struct {
 	rateRows int64
 }
 
-func (s *runStats) commit(pos Position, ts uint32, rows, txns int) {
-	s.committed = pos
+func (s *runStats) commit(pos Position, followed string, ts uint32, rows, txns int) {
+	s.committed, s.followed = pos, followed
 	if ts != 0 {
 		s.lastTS = ts
 	}
@@ -473,7 +477,7 @@ func (s *runStats) send(state State, err error, lag float64) {
 	}
 	s.lastReport, s.unreported = now, false
 	s.report(Progress{
-		Position: s.committed, Epoch: s.epoch, LagSeconds: lag, RowsPerSec: s.rate,
+		Position: s.committed, Followed: s.followed, Epoch: s.epoch, LagSeconds: lag, RowsPerSec: s.rate,
 		AppliedTxns: s.txns, AppliedRows: s.rows, State: state, Err: err, Retries: s.retries,
 	})
 }
