@@ -265,7 +265,7 @@ func (s *Server) uiRoutes() {
 		}
 		d.Title = "New task"
 		sp := &core.Spec{State: core.DesiredRunning, Start: core.StartCurrent, Standby: core.Standby{Mode: core.ModeHot},
-			Source: core.SourceEndpoint{Endpoint: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}, Target: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}
+			Source: core.SourceEndpoint{Endpoint: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}, Target: core.TargetEndpoint{Endpoint: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}}
 		d.Data = taskPage{Spec: sp, Standby: s.formStandby(r.Context(), sp, true)}
 		return nil
 	})

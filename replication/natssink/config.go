@@ -83,9 +83,19 @@ func (c Config) withDefaults() (Config, error) {
 
 // Validate checks the fields, naming each as the task spec spells it.
 func (c Config) Validate() error {
-	var errs []error
+	p := c.Problems()
+	if len(p) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrConfig, strings.Join(p, "; "))
+}
+
+// Problems lists what is wrong with the fields, each as "field: what",
+// the field named as the task spec spells it (target.url …).
+func (c Config) Problems() []string {
+	var out []string
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+		out = append(out, field+": "+fmt.Sprintf(format, args...))
 	}
 	if err := CheckURL(c.URL); err != nil {
 		bad("target.url", "%v", err)
@@ -106,10 +116,7 @@ func (c Config) Validate() error {
 	if c.DuplicateWindow < 0 || c.DuplicateWindow > MaxDuplicateWindow {
 		bad("target.duplicateWindow", "%v: want more than 0 and at most %v", c.DuplicateWindow, MaxDuplicateWindow)
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	return out
 }
 
 // CheckURL checks a server list: nats:// or tls:// URLs with a host,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -404,4 +405,41 @@ func TestFencedOwnerCannotMoveCheckpoint(t *testing.T) {
 		t.Fatalf("Run of epoch 2: %v", err)
 	}
 	checkExactlyOnce(t, n.URL(), "CDC", db, txns)
+}
+
+// TestDryRun checks a target without creating anything: a fresh server
+// passes (the stream and bucket would be created), a stream whose
+// duplicate window is shorter than the task's fails, naming both.
+func TestDryRun(t *testing.T) {
+	n := testpeer.StartNATS(t)
+	env := replication.SinkEnv{Task: "dry", Log: coordtest.Logger(t)}
+	checks := New(natsConfig(n)).DryRun(t.Context(), env)
+	for _, c := range checks {
+		if !c.OK {
+			t.Errorf("check %s failed on a fresh server: %s", c.Name, c.Detail)
+		}
+	}
+	if len(checks) != 4 {
+		t.Errorf("checks %+v, want connect, JetStream, stream, bucket", checks)
+	}
+	// Nothing was created.
+	short := natsConfig(n)
+	short.Stream, short.DuplicateWindow = "SHORT", 5*time.Minute
+	opened, err := New(Config{URL: n.URL(), Stream: "SHORT", SubjectPrefix: "short", DuplicateWindow: time.Minute}).Open(t.Context(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened.Close()
+	var failed []string
+	for _, c := range New(short).DryRun(t.Context(), env) {
+		if !c.OK {
+			failed = append(failed, c.Name+": "+c.Detail)
+		}
+	}
+	if all := strings.Join(failed, "\n"); len(failed) != 1 || !strings.Contains(all, "target.duplicateWindow") || !strings.Contains(all, "target.subjectPrefix") {
+		t.Errorf("a stream with a 1m window for a 5m task, and other subjects: failed checks %q, want the stream's subjects and window named", failed)
+	}
+	if bad := New(Config{URL: "nats://127.0.0.1:1", Stream: "X"}).DryRun(t.Context(), env); len(bad) != 1 || bad[0].OK {
+		t.Errorf("an unreachable server: %+v", bad)
+	}
 }

@@ -81,19 +81,23 @@ func (c Config) streamConfig() jetstream.StreamConfig {
 // its subjects must cover <prefix>.> and it must remember message ids at
 // least for the window.
 func (c Config) checkStream(info *jetstream.StreamInfo) error {
+	var problems []string
 	want := c.SubjectPrefix + ".>"
 	if !slices.ContainsFunc(info.Config.Subjects, func(s string) bool { return subjectCovers(s, want) }) {
-		return fmt.Errorf("%w: stream %s takes subjects %q, which do not cover %s: add it to the stream, or set target.subjectPrefix to a prefix the stream takes",
-			replication.ErrNonRetryable, c.Stream, info.Config.Subjects, want)
+		problems = append(problems, fmt.Sprintf("it takes subjects %q, which do not cover %s: add it to the stream, or set target.subjectPrefix to a prefix the stream takes",
+			info.Config.Subjects, want))
 	}
 	if info.Config.Duplicates < c.DuplicateWindow {
-		return fmt.Errorf("%w: stream %s keeps message ids for %v, less than target.duplicateWindow %v: re-sends after a takeover could be stored twice; raise the stream's duplicate window (nats stream edit %s --dupe-window %v) or lower target.duplicateWindow",
-			replication.ErrNonRetryable, c.Stream, info.Config.Duplicates, c.DuplicateWindow, c.Stream, c.DuplicateWindow)
+		problems = append(problems, fmt.Sprintf("it keeps message ids for %v, less than target.duplicateWindow %v: re-sends after a takeover could be stored twice; raise the stream's duplicate window (nats stream edit %s --dupe-window %v) or lower target.duplicateWindow",
+			info.Config.Duplicates, c.DuplicateWindow, c.Stream, c.DuplicateWindow))
 	}
 	if info.Config.NoAck {
-		return fmt.Errorf("%w: stream %s does not acknowledge messages (no_ack): the checkpoint cannot wait for them", replication.ErrNonRetryable, c.Stream)
+		problems = append(problems, "it does not acknowledge messages (no_ack): the checkpoint cannot wait for them")
 	}
-	return nil
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: stream %s cannot take the task's events: %s", replication.ErrNonRetryable, c.Stream, strings.Join(problems, "; "))
 }
 
 // subjectCovers reports whether the stream subject filter s matches
