@@ -280,6 +280,9 @@ func (s *Server) uiRoutes() {
 		if tv.Spec == nil {
 			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" has no readable spec: "+tv.SpecError)
 		}
+		if tv.Spec.Target.IsNATS() {
+			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" publishes to NATS JetStream: edit it with shepherd ctl task add --replace (the console's form knows MySQL targets only)")
+		}
 		d.Title = "Edit task " + tv.Name
 		d.Data = taskPage{View: tv, Spec: tv.Spec, Standby: s.formStandby(r.Context(), tv.Spec, false)}
 		return nil
