@@ -199,14 +199,13 @@ func (n *NATS) waitReady(p *process) error {
 	url := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(n.monPort)) + "/healthz"
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(natsStartTimeout)
-	var last error
+	last := errors.New("no answer")
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.done:
 			return fmt.Errorf("testpeer: nats-server pid %d exited during start: %v", p.cmd.Process.Pid, p.err)
 		default:
 		}
-		last = errors.New("no answer")
 		if resp, err := client.Get(url); err != nil {
 			last = err
 		} else {
