@@ -108,18 +108,35 @@ type SinkEnv struct {
 }
 
 // Route returns the target names of a source table, after the task's
-// routes.
-func (e SinkEnv) Route(db, table string) (string, string) { return e.filter.route(db, table) }
+// routes (none in a SinkEnv made outside Open, as tests make them).
+func (e SinkEnv) Route(db, table string) (string, string) {
+	if e.filter == nil {
+		return db, table
+	}
+	return e.filter.route(db, table)
+}
 
 // RouteDB returns the target name of a source database.
-func (e SinkEnv) RouteDB(db string) string { return e.filter.routeDB(db) }
+func (e SinkEnv) RouteDB(db string) string {
+	if e.filter == nil {
+		return db
+	}
+	return e.filter.routeDB(db)
+}
 
 // PlanDDL decides whether a DDL statement run in database schema on the
 // source concerns the task's tables, and returns it with its names
 // routed and every table qualified (what the MySQL sink runs); when it
 // does not, ok is false and why says so.
 func (e SinkEnv) PlanDDL(schema, query string) (routed string, ok bool, why string, err error) {
-	p, err := parseDDL(query).plan(schema, e.filter)
+	f := e.filter
+	if f == nil {
+		var err error
+		if f, err = newFilter(nil, nil, nil); err != nil {
+			return "", false, "", err
+		}
+	}
+	p, err := parseDDL(query).plan(schema, f)
 	if err != nil {
 		return "", false, "", err
 	}

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	binlog "github.com/go-mysql-org/go-mysql/replication"
+
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 	"github.com/shepherd-dev/shepherd/replication"
@@ -280,6 +283,7 @@ func TestExactlyOnceAcrossCrashes(t *testing.T) {
 					BatchRows: cfg.BatchRows, NATS: nc, From: from, Epoch: 1, Owner: "child"}}
 			}
 			load := startLoad(t, source, db, 1500)
+			dupsBefore := Duplicates()
 			c.start(t)
 			for range 6 {
 				waitCommits(t, r, 3)
@@ -289,6 +293,12 @@ func TestExactlyOnceAcrossCrashes(t *testing.T) {
 			txns := load.finish(t)
 			waitCaughtUp(t, r, source, nil)
 			c.crash(t)
+			if mode == "cancel" {
+				// Evidence that the crashes landed between a publish and its
+				// checkpoint (not asserted: a cancel may find the batch
+				// committed).
+				t.Logf("JetStream dropped %d re-sent messages", Duplicates()-dupsBefore)
+			}
 			checkExactlyOnce(t, n.URL(), "CDC", db, txns)
 		})
 	}
@@ -441,5 +451,90 @@ func TestDryRun(t *testing.T) {
 	}
 	if bad := New(Config{URL: "nats://127.0.0.1:1", Stream: "X"}).DryRun(t.Context(), env); len(bad) != 1 || bad[0].OK {
 		t.Errorf("an unreachable server: %+v", bad)
+	}
+}
+
+// TestResendAfterCrashIsDropped is the exactly-once argument step by
+// step, at the sink: a run publishes a batch, JetStream acknowledges it,
+// and the run dies before its checkpoint; the next run claims the task,
+// re-publishes the same transactions from the checkpoint with the same
+// ids, and JetStream drops every one of them. The stream holds each event
+// once, and the checkpoint moved once.
+func TestResendAfterCrashIsDropped(t *testing.T) {
+	n := testpeer.StartNATS(t)
+	env := replication.SinkEnv{Task: "resend", Log: coordtest.Logger(t), BatchRows: 1000}
+	sink, err := New(natsConfig(n)).Open(t.Context(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	tm := &binlog.TableMapEvent{
+		Schema: []byte("shop"), Table: []byte("orders"), ColumnCount: 2,
+		ColumnType: []byte{gomysql.MYSQL_TYPE_LONG, gomysql.MYSQL_TYPE_VARCHAR}, ColumnMeta: []uint16{0, 160},
+		ColumnName: [][]byte{[]byte("id"), []byte("note")}, SignednessBitmap: []byte{0}, DefaultCharset: []uint64{45},
+	}
+	var segs []replication.Segment
+	at := replication.Position{File: "mysql-bin.000001", Pos: 4, Server: "mariadb:1", GTID: "0-1-0"}
+	for i := 1; i <= 20; i++ {
+		end := replication.Position{File: at.File, Pos: at.Pos + 100, Server: at.Server, GTID: fmt.Sprintf("0-1-%d", i)}
+		segs = append(segs, replication.Segment{Start: at, End: end, Last: true, Rows: 2, TS: 1764000000, GTID: end.GTID,
+			Changes: []replication.Change{{DB: "shop", Table: "orders", Kind: replication.ChangeInsert, TableMap: tm,
+				Rows: [][]any{{int32(2 * i), "a"}, {int32(2*i + 1), "b"}}}}})
+		at = end
+	}
+	commits := 0
+	onCommit := func(replication.Position, uint32, int, int) { commits++ }
+
+	first, _, err := sink.Claim(t.Context(), 1, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Begin(segs[0].Start, replication.History{}, onCommit)
+	for _, s := range segs {
+		if err := first.Write(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every message acknowledged (stored), then the run dies: no checkpoint.
+	if err := first.(*run).waitAcks(t.Context(), len(first.(*run).futures)); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	if cp, ok, err := sink.Checkpoint(t.Context()); err != nil || ok {
+		t.Fatalf("checkpoint after the crash: %+v %v %v, want none", cp, ok, err)
+	}
+
+	dups := Duplicates()
+	second, cp, err := sink.Claim(t.Context(), 2, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cp.Position.IsZero() {
+		t.Fatalf("claimed checkpoint %+v, want none", cp)
+	}
+	second.Begin(segs[0].Start, replication.History{}, onCommit)
+	for _, s := range segs {
+		if err := second.Write(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := second.Flush(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	second.Close()
+	if got := Duplicates() - dups; got != 40 {
+		t.Errorf("JetStream dropped %d re-sent messages, want all 40", got)
+	}
+	if c, ok, err := sink.Checkpoint(t.Context()); err != nil || !ok || c.Position != at || c.Epoch != 2 || commits != 1 {
+		t.Errorf("checkpoint %+v %v %v after %d commits; want %s of epoch 2 after 1", c, ok, err, commits, at)
+	}
+	events := readStream(t, n.URL(), "CDC")
+	if len(events) != 40 {
+		t.Fatalf("the stream holds %d events, want 40", len(events))
+	}
+	for i, e := range events {
+		if id := e.Env.After["id"].(float64); int(id) != i+2 || e.Subject != "cdc.shop.orders" {
+			t.Errorf("event %d: id %v on %s, want %d on cdc.shop.orders, in order", i, id, e.Subject, i+2)
+		}
 	}
 }

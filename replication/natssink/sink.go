@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -322,6 +323,14 @@ func (t *target) read(ctx context.Context) (stored, uint64, error) {
 	return st, e.Revision(), nil
 }
 
+// duplicates counts the messages of this process that JetStream
+// acknowledged as duplicates: re-sends it dropped.
+var duplicates atomic.Int64
+
+// Duplicates returns how many published messages JetStream dropped as
+// re-sends of a message id it held, in this process.
+func Duplicates() int64 { return duplicates.Load() }
+
 const storedVersion = 1
 
 // stored is a checkpoint as the bucket holds it (JSON).
@@ -519,7 +528,10 @@ func (r *run) waitAcks(ctx context.Context, n int) error {
 	for ; r.acked < n; r.acked++ {
 		f := r.futures[r.acked]
 		select {
-		case <-f.Ok():
+		case ack := <-f.Ok():
+			if ack.Duplicate {
+				duplicates.Add(1)
+			}
 		case err := <-f.Err():
 			return fmt.Errorf("JetStream did not store %s on %s: %w", f.Msg().Header.Get(jetstream.MsgIDHeader), f.Msg().Subject, err)
 		case <-ctx.Done():
