@@ -15,6 +15,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/ctxsleep"
+	"github.com/shepherd-dev/shepherd/replication/natssink"
 )
 
 // Defaults of Config.
@@ -267,6 +268,27 @@ func (c *Core) grace() time.Duration {
 		return c.s.Timeout()
 	}
 	return recipe.DefaultSessionTimeout
+}
+
+// checkDuplicateWindow refuses a NATS target whose duplicate window a
+// takeover of this core's may outlast (natssink.CheckWindow): the
+// session timeout, and a cold group's scan interval, come first.
+func (c *Core) checkDuplicateWindow(sp *Spec) error {
+	if !sp.Target.IsNATS() {
+		return nil
+	}
+	timeout := c.s.Timeout()
+	if timeout <= 0 {
+		timeout = recipe.DefaultSessionTimeout
+	}
+	var scan time.Duration
+	if sp.Standby.Mode == ModeCold {
+		scan = c.cfg.ScanInterval
+	}
+	if err := natssink.CheckWindow(sp.Target.DuplicateWindow.D(), timeout, scan); err != nil {
+		return classify(err, ErrNonRetryable)
+	}
+	return nil
 }
 
 // backoff is the jittered delay after n failures in a row.

@@ -17,7 +17,7 @@ func testSpec(name string) *Spec {
 	sp := &Spec{
 		Name:   name,
 		Source: SourceEndpoint{Endpoint: Endpoint{Host: "source.test", User: "repl", Flavor: FlavorMariaDB}},
-		Target: Endpoint{Host: "target.test", User: "apply", Flavor: FlavorMariaDB},
+		Target: TargetEndpoint{Endpoint: Endpoint{Host: "target.test", User: "apply", Flavor: FlavorMariaDB}},
 		Start:  StartEarliest,
 	}
 	sp.setDefaults()

@@ -9,11 +9,19 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/replication"
+	"github.com/shepherd-dev/shepherd/replication/natssink"
 )
 
 // MySQL is the Engine of `shepherd core`: package replication, copying
-// row-based binlog events from MySQL or MariaDB into MySQL or MariaDB.
+// row-based binlog events from MySQL or MariaDB into the task's target —
+// MySQL or MariaDB, or a NATS JetStream stream (package
+// replication/natssink) — chosen by the spec's target.kind.
 type MySQL struct{}
+
+// DefaultEngine is the engine every process runs tasks with: `shepherd
+// core`, the console (reset-position, the dry run) and ctl. It is built
+// here and nowhere else.
+func DefaultEngine() MySQL { return MySQL{} }
 
 // Open opens the replicator of sp. A password file that cannot be read
 // and a source not set up for row-based replication are non-retryable;
@@ -42,11 +50,20 @@ func replicationConfig(ctx context.Context, sp *Spec, log *slog.Logger) (replica
 		MaxTxnRows:       sp.Apply.MaxTxnRows,
 		Logger:           log,
 	}
-	for _, ep := range []struct {
+	eps := []struct {
 		name string
 		in   Endpoint
 		out  *replication.Endpoint
-	}{{"source", sp.Source.Endpoint, &cfg.Source}, {"target", sp.Target, &cfg.Target}} {
+	}{{"source", sp.Source.Endpoint, &cfg.Source}, {"target", sp.Target.Endpoint, &cfg.Target}}
+	if sp.Target.IsNATS() {
+		pw, err := sp.Target.ResolvePassword(ctx)
+		if err != nil {
+			return cfg, fmt.Errorf("task %q: target.%w", sp.Name, err)
+		}
+		cfg.Sink = natssink.New(sp.Target.natsConfig(pw))
+		eps = eps[:1]
+	}
+	for _, ep := range eps {
 		var err error
 		if *ep.out, err = replicationEndpoint(ctx, ep.in); err != nil {
 			return cfg, fmt.Errorf("task %q: %s.%w", sp.Name, ep.name, err)

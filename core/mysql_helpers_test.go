@@ -184,7 +184,7 @@ func mysqlSpec(name, db string, source, target *testpeer.MariaDB) *Spec {
 	sp := &Spec{
 		Name:   name,
 		Source: SourceEndpoint{Endpoint: Endpoint{Host: source.Host(), Port: source.Port(), User: "root", Flavor: FlavorMariaDB}},
-		Target: Endpoint{Host: target.Host(), Port: target.Port(), User: "root", Flavor: FlavorMariaDB},
+		Target: TargetEndpoint{Endpoint: Endpoint{Host: target.Host(), Port: target.Port(), User: "root", Flavor: FlavorMariaDB}},
 		Filter: Filter{Include: []string{db + ".*"}},
 		Start:  StartCurrent,
 		Apply:  Apply{BatchRows: 2000},

@@ -19,6 +19,7 @@ import (
 	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 	"github.com/shepherd-dev/shepherd/internal/duration"
 	"github.com/shepherd-dev/shepherd/replication"
+	"github.com/shepherd-dev/shepherd/replication/natssink"
 )
 
 // SpecVersion is the schema version of the task specs this package writes.
@@ -63,8 +64,9 @@ type Spec struct {
 	// Source is the MySQL or MariaDB server whose binlog is read, and
 	// the servers that may stand in for it.
 	Source SourceEndpoint `json:"source" yaml:"source"`
-	// Target is the server the changes are applied to.
-	Target Endpoint `json:"target" yaml:"target"`
+	// Target is where the changes go: a MySQL or MariaDB server (kind
+	// mysql, the default) or a NATS JetStream stream (kind nats).
+	Target TargetEndpoint `json:"target" yaml:"target"`
 	// Filter selects the tables replicated.
 	Filter Filter `json:"filter" yaml:"filter"`
 	// Routes rename databases or tables on the target.
@@ -99,6 +101,74 @@ type Endpoint struct {
 	PasswordFile string `json:"passwordFile,omitempty" yaml:"passwordFile"`
 	// Flavor is "mysql" (the default) or "mariadb".
 	Flavor string `json:"flavor" yaml:"flavor"`
+}
+
+// Target kinds.
+const (
+	TargetMySQL = "mysql" // a MySQL or MariaDB server: Endpoint's fields
+	TargetNATS  = "nats"  // a NATS JetStream stream: URL, Stream, …
+)
+
+// TargetEndpoint is where a task's changes go. Kind mysql (or empty,
+// which every spec written before kinds existed is) uses the Endpoint
+// fields; kind nats uses URL, Stream, SubjectPrefix, DuplicateWindow and
+// Bucket, with User and Password or PasswordFile as its credentials (a
+// password without a user is a token).
+type TargetEndpoint struct {
+	Endpoint `yaml:",inline"`
+	// Kind is "mysql" (the default) or "nats".
+	Kind string `json:"kind,omitempty" yaml:"kind"`
+	// URL is the NATS server list, nats://host:4222[,nats://…].
+	URL string `json:"url,omitempty" yaml:"url"`
+	// Stream is the JetStream stream, created if missing.
+	Stream string `json:"stream,omitempty" yaml:"stream"`
+	// SubjectPrefix starts every subject: <prefix>.<db>.<table>, and
+	// <prefix>._schema for DDL. Empty: natssink.DefaultSubjectPrefix.
+	SubjectPrefix string `json:"subjectPrefix,omitempty" yaml:"subjectPrefix"`
+	// DuplicateWindow is the stream's duplicate window, which must outlast
+	// a takeover. Zero: natssink.DefaultDuplicateWindow.
+	DuplicateWindow duration.Duration `json:"duplicateWindow,omitempty" yaml:"duplicateWindow"`
+	// Bucket is the key-value bucket of checkpoints. Empty:
+	// natssink.DefaultBucket.
+	Bucket string `json:"bucket,omitempty" yaml:"bucket"`
+}
+
+// IsNATS reports whether the target is a NATS JetStream stream.
+func (t *TargetEndpoint) IsNATS() bool { return t.Kind == TargetNATS }
+
+// natsConfig is the target in natssink's terms, with password.
+func (t *TargetEndpoint) natsConfig(password string) natssink.Config {
+	return natssink.Config{URL: t.URL, Stream: t.Stream, SubjectPrefix: t.SubjectPrefix, User: t.User, Password: password,
+		DuplicateWindow: t.DuplicateWindow.D(), Bucket: t.Bucket}
+}
+
+// validate checks a target of either kind.
+func (t *TargetEndpoint) validate(bad func(field, format string, args ...any)) {
+	switch t.Kind {
+	case "", TargetMySQL:
+		t.Endpoint.validate("target", bad)
+		for _, f := range []struct{ name, v string }{{"url", t.URL}, {"stream", t.Stream}, {"subjectPrefix", t.SubjectPrefix}, {"bucket", t.Bucket}} {
+			if f.v != "" {
+				bad("target."+f.name, "only with kind nats")
+			}
+		}
+		if t.DuplicateWindow != 0 {
+			bad("target.duplicateWindow", "only with kind nats")
+		}
+	case TargetNATS:
+		if t.Host != "" || t.Flavor != "" {
+			bad("target.host", "a nats target is given by target.url (and has no host, port or flavor)")
+		}
+		if t.Password != "" && t.PasswordFile != "" {
+			bad("target.passwordFile", "give password or passwordFile, not both")
+		}
+		for _, p := range t.natsConfig("").Problems() {
+			field, what, _ := strings.Cut(p, ": ")
+			bad(field, "%s", what)
+		}
+	default:
+		bad("target.kind", "%q: want mysql or nats", t.Kind)
+	}
 }
 
 // SourceEndpoint is the source server (Host and Port: the primary) and
@@ -389,7 +459,11 @@ func (sp *Spec) setDefaults() {
 	if sp.Standby.Mode == "" {
 		sp.Standby.Mode = ModeHot
 	}
-	for _, e := range []*Endpoint{&sp.Source.Endpoint, &sp.Target} {
+	defaults := []*Endpoint{&sp.Source.Endpoint}
+	if !sp.Target.IsNATS() {
+		defaults = append(defaults, &sp.Target.Endpoint)
+	}
+	for _, e := range defaults {
 		if e.Flavor == "" {
 			e.Flavor = FlavorMySQL
 		}
@@ -413,8 +487,12 @@ func (sp *Spec) Validate() error {
 		bad("name", "%v", err)
 	}
 	sp.Source.validate("source", bad)
-	sp.Target.validate("target", bad)
-	sp.Source.validateCandidates(sp.Target, bad)
+	sp.Target.validate(bad)
+	target := sp.Target.Endpoint
+	if sp.Target.IsNATS() {
+		target = Endpoint{} // no server that could be the source
+	}
+	sp.Source.validateCandidates(target, bad)
 	for i, p := range sp.Filter.Include {
 		if err := checkTablePattern(p); err != nil {
 			bad(fmt.Sprintf("filter.include[%d]", i), "%v", err)
@@ -549,7 +627,7 @@ const RedactedPassword = "***"
 // no secret.
 func (sp *Spec) Redacted() *Spec {
 	out := *sp
-	for _, e := range []*Endpoint{&out.Source.Endpoint, &out.Target} {
+	for _, e := range []*Endpoint{&out.Source.Endpoint, &out.Target.Endpoint} {
 		if e.Password != "" {
 			e.Password = RedactedPassword
 		}

@@ -228,3 +228,73 @@ func TestParseSpecs(t *testing.T) {
 		}
 	}
 }
+
+// natsYAML is the example NATS task of docs/replication.md.
+const natsYAML = `
+name: orders_to_nats
+source: {host: db1.example, port: 3306, user: repl, passwordFile: /etc/shepherd/db1.pw, flavor: mariadb}
+target:
+  kind: nats
+  url: nats://nats1.example:4222,nats://nats2.example:4222
+  stream: SHOP_CDC
+  subjectPrefix: cdc.shop
+  duplicateWindow: 2m
+  user: shepherd
+  password: t0ken
+filter:
+  include: [shop.*]
+`
+
+func TestNATSTargetSpec(t *testing.T) {
+	sp, err := ParseSpec([]byte(natsYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := sp.Target
+	if !tg.IsNATS() || tg.Stream != "SHOP_CDC" || tg.SubjectPrefix != "cdc.shop" || tg.DuplicateWindow.D() != 2*60e9 || tg.Port != 0 || tg.Flavor != "" {
+		t.Errorf("parsed target %+v", tg)
+	}
+	back, err := decodeStoredSpec(sp.Name, sp.Marshal())
+	if err != nil || string(back.Marshal()) != string(sp.Marshal()) {
+		t.Errorf("stored form does not round-trip (%v):\n%s", err, sp.Marshal())
+	}
+	if r := sp.Redacted(); r.Target.Password != RedactedPassword || strings.Contains(string(r.Marshal()), "t0ken") {
+		t.Errorf("Redacted keeps the target's password: %s", r.Marshal())
+	}
+	if !sp.HasInlinePassword() {
+		t.Error("an inline NATS password does not count as one")
+	}
+	noFile := *sp
+	noFile.Source.PasswordFile = ""
+	cfg, err := replicationConfig(t.Context(), &noFile, nil)
+	if err != nil || cfg.Sink == nil || !strings.Contains(cfg.Sink.String(), "SHOP_CDC") || strings.Contains(cfg.Sink.String(), "t0ken") {
+		t.Errorf("replication config: sink %v (%v)", cfg.Sink, err)
+	}
+
+	// A MySQL spec is stored as it was before target kinds existed.
+	my, err := ParseSpec([]byte(goodYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(my.Marshal()), "kind") {
+		t.Errorf("a MySQL spec now stores a kind:\n%s", my.Marshal())
+	}
+
+	base := "name: t1\nsource: {host: a, user: u}\n"
+	for _, tc := range []struct{ doc, want string }{
+		{base + "target: {kind: nats, stream: S}\n", "target.url: required"},
+		{base + "target: {kind: nats, url: 'http://x:1', stream: S}\n", "target.url:"},
+		{base + "target: {kind: nats, url: 'nats://x:1'}\n", "target.stream: required"},
+		{base + "target: {kind: nats, url: 'nats://x:1', stream: S, subjectPrefix: 'a.*'}\n", "target.subjectPrefix:"},
+		{base + "target: {kind: nats, url: 'nats://x:1', stream: S, duplicateWindow: 48h}\n", "target.duplicateWindow:"},
+		{base + "target: {kind: nats, url: 'nats://x:1', stream: S, host: h}\n", "target.host:"},
+		{base + "target: {kind: nats, url: 'nats://x:1', stream: S, password: p, passwordFile: /f}\n", "target.passwordFile:"},
+		{base + "target: {host: b, user: u, stream: S}\n", "target.stream: only with kind nats"},
+		{base + "target: {kind: kafka, host: b, user: u}\n", `target.kind: "kafka": want mysql or nats`},
+	} {
+		_, err := ParseSpec([]byte(tc.doc))
+		if err == nil || !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.doc, err, tc.want)
+		}
+	}
+}

@@ -145,6 +145,9 @@ func (tm *term) runOnce(ctx context.Context, sp *Spec, key specKey) error {
 	if !ok {
 		active = sp.Source.Endpoint
 	}
+	if err := t.c.checkDuplicateWindow(sp); err != nil {
+		return err
+	}
 	onActive := *sp
 	onActive.Source.Endpoint = active
 	rep, err := t.c.cfg.Engine.Open(ctx, &onActive, t.log)

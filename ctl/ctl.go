@@ -101,7 +101,7 @@ type runner struct {
 func newRunner(ctx context.Context, env Env) *runner {
 	r := &runner{env: env, engine: env.Engine}
 	if r.engine == nil {
-		r.engine = core.MySQL{}
+		r.engine = core.DefaultEngine()
 	}
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	r.sigs = newSignalRouter(env.Signals, r.interrupt)

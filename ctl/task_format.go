@@ -108,7 +108,7 @@ func writeTaskShow(w io.Writer, ts *core.TaskStatus, v cluster.TaskView, now tim
 			line("candidates", "%s (failover after %v)", strings.Join(sp.Source.Hosts, ", "), sp.Source.FailoverAfter.D())
 			line("reading", "%s", sp.ActiveSource(last).Addr())
 		}
-		line("target", "%s", endpointText(sp.Target))
+		line("target", "%s", targetText(&sp.Target))
 		line("start", "%s", sp.Start)
 		if len(sp.Filter.Include)+len(sp.Filter.Exclude) > 0 {
 			line("filter", "include %s; exclude %s", listText(sp.Filter.Include), listText(sp.Filter.Exclude))
@@ -167,6 +167,27 @@ func writeInstances(w io.Writer, ins []core.Instance, now time.Time) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Name, stateText(st, now), positionText(st.Position), lagText(st), rate, ago(st.Since, now), oneLine(st.Error))
 	}
 	tw.Flush()
+}
+
+// targetText is a target of either kind, without its password.
+func targetText(t *core.TargetEndpoint) string {
+	if !t.IsNATS() {
+		return endpointText(t.Endpoint)
+	}
+	s := fmt.Sprintf("nats %s stream %s", t.URL, t.Stream)
+	if t.SubjectPrefix != "" {
+		s += ", subjects " + t.SubjectPrefix + ".>"
+	}
+	if t.DuplicateWindow != 0 {
+		s += ", duplicate window " + t.DuplicateWindow.D().String()
+	}
+	if t.User != "" {
+		s += ", user " + t.User
+	}
+	if t.PasswordFile != "" {
+		s += ", password from " + t.PasswordFile
+	}
+	return s
 }
 
 func endpointText(e core.Endpoint) string {

@@ -430,3 +430,31 @@ func TestTaskAddMany(t *testing.T) {
 		}
 	})
 }
+
+// TestTaskAddNATS stores a task whose target is a NATS JetStream stream
+// and shows it, its password hidden; a nats target missing its stream is
+// refused with the field named.
+func TestTaskAddNATS(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		dir := t.TempDir()
+		spec := "name: n1\nsource: {host: db1.example, user: repl, flavor: mariadb}\n" +
+			"target: {kind: nats, url: 'nats://nats.example:4222', stream: SHOP_CDC, subjectPrefix: cdc, user: shepherd, password: t0ken}\n"
+		good := filepath.Join(dir, "n1.yaml")
+		if err := os.WriteFile(good, []byte(spec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustCtlAuth(t, conn, "task", "add", "-f", good)
+		out := mustCtlAuth(t, conn, "task", "show", "n1")
+		if !strings.Contains(out, "nats nats://nats.example:4222 stream SHOP_CDC, subjects cdc.>, user shepherd") || strings.Contains(out, "t0ken") {
+			t.Errorf("task show of a nats task:\n%s", out)
+		}
+		bad := filepath.Join(dir, "bad.yaml")
+		if err := os.WriteFile(bad, []byte(strings.Replace(spec, "stream: SHOP_CDC, ", "", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := runCtlAuth(t, conn, "task", "add", "-f", bad); r.code == 0 || !strings.Contains(r.stderr, "target.stream: required") {
+			t.Errorf("add of a nats target without a stream: want refused naming target.stream\n%v", r)
+		}
+	})
+}

@@ -122,7 +122,7 @@ func benchReadSources(b *testing.B, hanging int) {
 			src = core.Endpoint{Host: "127.0.0.1", Port: hangs[k-(sources-hanging)], User: "u", Flavor: core.FlavorMariaDB}
 		}
 		sp := &core.Spec{Name: fmt.Sprintf("t%04d", i), Version: core.SpecVersion, State: core.DesiredRunning, Start: core.StartCurrent,
-			Source: core.SourceEndpoint{Endpoint: src}, Target: core.Endpoint{Host: "127.0.0.1", Port: 2, User: "u", Flavor: core.FlavorMariaDB},
+			Source: core.SourceEndpoint{Endpoint: src}, Target: core.TargetEndpoint{Endpoint: core.Endpoint{Host: "127.0.0.1", Port: 2, User: "u", Flavor: core.FlavorMariaDB}},
 			Standby: core.Standby{Mode: core.ModeHot}}
 		if err := admin.AddTask(ctx, sp, false); err != nil {
 			b.Fatal(err)

@@ -124,7 +124,7 @@ func TestKill9ActiveMonitorStandbyTakesOver(t *testing.T) {
 		admin := core.NewAdmin(s, "")
 		sp := &core.Spec{Name: "orders", Version: core.SpecVersion, State: core.DesiredRunning, Start: core.StartCurrent,
 			Source:  core.SourceEndpoint{Endpoint: core.Endpoint{Host: "127.0.0.1", Port: 1, User: "u", Flavor: core.FlavorMySQL}},
-			Target:  core.Endpoint{Host: "127.0.0.1", Port: 2, User: "u", Flavor: core.FlavorMySQL},
+			Target:  core.TargetEndpoint{Endpoint: core.Endpoint{Host: "127.0.0.1", Port: 2, User: "u", Flavor: core.FlavorMySQL}},
 			Standby: core.Standby{Mode: core.ModeHot}}
 		if err := admin.AddTask(ctx, sp, false); err != nil {
 			t.Fatal(err)

@@ -58,7 +58,7 @@ func TestSourceRulesAgainstMariaDB(t *testing.T) {
 	sp := &core.Spec{
 		Name:   "shop",
 		Source: core.SourceEndpoint{Endpoint: core.Endpoint{Host: source.Host(), Port: source.Port(), User: "root", Flavor: core.FlavorMariaDB}},
-		Target: core.Endpoint{Host: target.Host(), Port: target.Port(), User: "root", Flavor: core.FlavorMariaDB},
+		Target: core.TargetEndpoint{Endpoint: core.Endpoint{Host: target.Host(), Port: target.Port(), User: "root", Flavor: core.FlavorMariaDB}},
 		Filter: core.Filter{Include: []string{"shop.*"}},
 		Start:  core.StartCurrent, State: core.DesiredRunning, Version: core.SpecVersion,
 		Standby: core.Standby{Mode: core.ModeHot},
@@ -230,7 +230,7 @@ func TestSourceFailoverUnsafeAgainstMariaDB(t *testing.T) {
 		Name: "shop",
 		Source: core.SourceEndpoint{Endpoint: core.Endpoint{Host: primary.Host(), Port: primary.Port(), User: "root", Flavor: core.FlavorMariaDB},
 			Hosts: []string{noUpdates.Addr(), behind.Addr()}},
-		Target: core.Endpoint{Host: target.Host(), Port: target.Port(), User: "root", Flavor: core.FlavorMariaDB},
+		Target: core.TargetEndpoint{Endpoint: core.Endpoint{Host: target.Host(), Port: target.Port(), User: "root", Flavor: core.FlavorMariaDB}},
 		Filter: core.Filter{Include: []string{"shop.*"}},
 		Start:  core.StartCurrent, State: core.DesiredRunning, Version: core.SpecVersion,
 		Standby: core.Standby{Mode: core.ModeHot},

@@ -314,7 +314,7 @@ func TestTasksOfOneSourceShareOneReading(t *testing.T) {
 		for _, task := range []struct{ name, user string }{{"a", "u"}, {"b", "u"}, {"c", "v"}} {
 			sp := &core.Spec{Name: task.name, Version: core.SpecVersion, State: core.DesiredRunning, Start: core.StartCurrent,
 				Source:  core.SourceEndpoint{Endpoint: core.Endpoint{Host: "127.0.0.1", Port: 1, User: task.user, Flavor: core.FlavorMySQL}},
-				Target:  core.Endpoint{Host: "127.0.0.1", Port: 2, User: "u", Flavor: core.FlavorMySQL},
+				Target:  core.TargetEndpoint{Endpoint: core.Endpoint{Host: "127.0.0.1", Port: 2, User: "u", Flavor: core.FlavorMySQL}},
 				Standby: core.Standby{Mode: core.ModeHot}}
 			if err := admin.AddTask(ctx, sp, false); err != nil {
 				t.Fatal(err)

@@ -34,7 +34,7 @@ func TestSourceReadingsAreBounded(t *testing.T) {
 			}
 			sp := &core.Spec{Name: task.name, Version: core.SpecVersion, State: state, Start: core.StartCurrent,
 				Source:  core.SourceEndpoint{Endpoint: core.Endpoint{Host: "127.0.0.1", Port: 1, User: task.user, Flavor: core.FlavorMySQL}},
-				Target:  core.Endpoint{Host: "127.0.0.1", Port: 2, User: "u", Flavor: core.FlavorMySQL},
+				Target:  core.TargetEndpoint{Endpoint: core.Endpoint{Host: "127.0.0.1", Port: 2, User: "u", Flavor: core.FlavorMySQL}},
 				Standby: core.Standby{Mode: core.ModeHot}}
 			if err := admin.AddTask(ctx, sp, false); err != nil {
 				t.Fatal(err)

@@ -68,7 +68,7 @@ type applier struct {
 
 	// onCommit is called after every commit with the rows and source
 	// transactions it made durable.
-	onCommit func(pos Position, ts uint32, rows, txns int, followed string)
+	onCommit func(pos Position, followed string, ts uint32, rows, txns int)
 }
 
 // pendingStmts are the multi-row statements being accumulated, at most
@@ -112,23 +112,23 @@ const (
 
 // handle applies one segment. It leaves the target transaction open; the
 // caller decides when to commit (flush).
-func (a *applier) handle(ctx context.Context, seg segment) error {
-	if seg.ddl != nil {
+func (a *applier) handle(ctx context.Context, seg Segment) error {
+	if seg.DDL != nil {
 		return a.applyDDL(ctx, seg)
 	}
 	a.sess.begin()
-	a.curStart = seg.start
-	for i := range seg.changes {
-		if err := a.applyChange(ctx, &seg.changes[i], seg); err != nil {
+	a.curStart = seg.Start
+	for i := range seg.Changes {
+		if err := a.applyChange(ctx, &seg.Changes[i], seg); err != nil {
 			return err
 		}
 	}
-	a.openRows += seg.rows
-	if seg.last {
+	a.openRows += seg.Rows
+	if seg.Last {
 		a.openTxns++
-		a.openEnd, a.openTS = seg.end, seg.ts
-		if seg.mgtid != nil {
-			a.followed.add(seg.mgtid)
+		a.openEnd, a.openTS = seg.End, seg.TS
+		if seg.MariaGTID != nil {
+			a.followed.add(seg.MariaGTID)
 		}
 		a.partial = false
 	} else {
@@ -158,7 +158,7 @@ func (a *applier) flush(ctx context.Context) error {
 	// On a lost connection the outcome is unknown; Run re-reads the
 	// checkpoint to find out.
 	followed := a.followed.String() // as committed: a.followed moves on before the commit lands
-	err := a.sess.commit(ctx, pos, a.followed, func() { a.onCommit(pos, ts, rows, txns, followed) })
+	err := a.sess.commit(ctx, pos, a.followed, func() { a.onCommit(pos, followed, ts, rows, txns) })
 	a.openRows, a.openTxns = 0, 0
 	return err
 }
@@ -181,8 +181,8 @@ func (a *applier) abort() {
 	a.openRows, a.openTxns, a.partial = 0, 0, false
 }
 
-func (a *applier) applyChange(ctx context.Context, c *change, seg segment) error {
-	db, table := a.filter.route(c.db, c.table)
+func (a *applier) applyChange(ctx context.Context, c *Change, seg Segment) error {
+	db, table := a.filter.route(c.DB, c.Table)
 	if !a.meta.has(db, table) {
 		// Loading it is a query of its own on the connection.
 		if err := a.sess.settle(ctx); err != nil {
@@ -192,28 +192,28 @@ func (a *applier) applyChange(ctx context.Context, c *change, seg segment) error
 	m, err := a.meta.get(ctx, a.conn, db, table)
 	if err != nil {
 		if errors.Is(err, errMissingTable) {
-			return nonRetryable(fmt.Errorf("source table %s (source transaction %s at %s): %w", qualified(c.db, c.table), seg.gtid, seg.start, err))
+			return nonRetryable(fmt.Errorf("source table %s (source transaction %s at %s): %w", qualified(c.DB, c.Table), seg.GTID, seg.Start, err))
 		}
 		return err
 	}
 	if err := checkShape(m, c); err != nil {
-		return nonRetryable(fmt.Errorf("source transaction %s at %s: %w", seg.gtid, seg.start, err))
+		return nonRetryable(fmt.Errorf("source transaction %s at %s: %w", seg.GTID, seg.Start, err))
 	}
-	switch c.kind {
-	case changeInsert:
-		for _, row := range c.rows {
+	switch c.Kind {
+	case ChangeInsert:
+		for _, row := range c.Rows {
 			if err := a.addRow(ctx, m, row); err != nil {
 				return err
 			}
 		}
-	case changeDelete:
-		for _, row := range c.rows {
+	case ChangeDelete:
+		for _, row := range c.Rows {
 			if err := a.deleteRow(ctx, m, row); err != nil {
 				return err
 			}
 		}
-	case changeUpdate:
-		return a.update(ctx, m, c.rows)
+	case ChangeUpdate:
+		return a.update(ctx, m, c.Rows)
 	}
 	return nil
 }
@@ -221,17 +221,17 @@ func (a *applier) applyChange(ctx context.Context, c *change, seg segment) error
 // checkShape verifies that the event's rows fit the target table: the same
 // number of columns and, when the source logs column names
 // (binlog_row_metadata=FULL), the same names in the same order.
-func checkShape(m *tableMeta, c *change) error {
-	if int(c.tm.ColumnCount) != len(m.cols) {
+func checkShape(m *tableMeta, c *Change) error {
+	if int(c.TableMap.ColumnCount) != len(m.cols) {
 		return fmt.Errorf("row event for %s has %d columns but target table %s has %d: the tables differ (was the target table created or altered outside replication?)",
-			qualified(c.db, c.table), c.tm.ColumnCount, m.name, len(m.cols))
+			qualified(c.DB, c.Table), c.TableMap.ColumnCount, m.name, len(m.cols))
 	}
-	names := c.tm.ColumnNameString()
+	names := c.TableMap.ColumnNameString()
 	if len(names) == len(m.cols) {
 		for i, n := range names {
 			if !strings.EqualFold(n, m.cols[i].name) {
 				return fmt.Errorf("row event for %s has column %d named %q but target table %s has %q there",
-					qualified(c.db, c.table), i+1, n, m.name, m.cols[i].name)
+					qualified(c.DB, c.Table), i+1, n, m.name, m.cols[i].name)
 			}
 		}
 	}
@@ -701,43 +701,43 @@ var replayedDDLCodes = map[uint16]bool{
 // exists / already gone" errors of that DDL as done. A DDL inside a source
 // transaction (CREATE TABLE … SELECT) keeps the mark until the
 // transaction's rows commit.
-func (a *applier) applyDDL(ctx context.Context, seg segment) error {
-	a.curStart = seg.start
-	st := parseDDL(seg.ddl.query)
-	plan, err := st.plan(seg.ddl.schema, a.filter)
+func (a *applier) applyDDL(ctx context.Context, seg Segment) error {
+	a.curStart = seg.Start
+	st := parseDDL(seg.DDL.Query)
+	plan, err := st.plan(seg.DDL.Schema, a.filter)
 	if err != nil {
-		return nonRetryable(fmt.Errorf("DDL of source transaction %s at %s: %w", seg.gtid, seg.start, err))
+		return nonRetryable(fmt.Errorf("DDL of source transaction %s at %s: %w", seg.GTID, seg.Start, err))
 	}
 	if !plan.apply {
 		// Views, triggers and routines are schema the target will lack:
 		// say so. Filtered tables and administrative statements are
 		// expected.
 		level := slog.LevelDebug
-		if w := strings.ToUpper(firstWord(seg.ddl.query)); st.kind == ddlOther && (w == "CREATE" || w == "ALTER" || w == "DROP" || w == "RENAME") {
+		if w := strings.ToUpper(firstWord(seg.DDL.Query)); st.kind == ddlOther && (w == "CREATE" || w == "ALTER" || w == "DROP" || w == "RENAME") {
 			level = slog.LevelWarn
 		}
-		a.log.Log(ctx, level, "DDL not replicated", "position", seg.start.String(), "why", plan.why, "statement", clip(seg.ddl.query))
+		a.log.Log(ctx, level, "DDL not replicated", "position", seg.Start.String(), "why", plan.why, "statement", clip(seg.DDL.Query))
 		// Nothing to run: the transaction is empty for the target.
-		return a.handle(ctx, segment{start: seg.start, end: seg.end, last: seg.last, ts: seg.ts, gtid: seg.gtid, mgtid: seg.mgtid})
+		return a.handle(ctx, Segment{Start: seg.Start, End: seg.End, Last: seg.Last, TS: seg.TS, GTID: seg.GTID, MariaGTID: seg.MariaGTID})
 	}
 	if a.partial {
-		return nonRetryable(fmt.Errorf("DDL inside the source transaction starting at %s after row changes cannot be applied atomically: %s", seg.start, clip(seg.ddl.query)))
+		return nonRetryable(fmt.Errorf("DDL inside the source transaction starting at %s after row changes cannot be applied atomically: %s", seg.Start, clip(seg.DDL.Query)))
 	}
 	if err := a.settle(ctx); err != nil {
 		return err
 	}
-	key := ddlKey(seg.start)
+	key := ddlKey(seg.Start)
 	replay := a.ddlPending == key
 	if err := a.ckpt.markDDL(ctx, a.conn, a.epoch, a.owner, key); err != nil {
 		return err
 	}
-	a.log.Info("applying DDL", "position", seg.start.String(), "statement", clip(plan.sql))
-	if seg.ddl.schema != "" {
+	a.log.Info("applying DDL", "position", seg.Start.String(), "statement", clip(plan.sql))
+	if seg.DDL.Schema != "" {
 		// Table names are all qualified now, but expressions (a generated
 		// column calling a stored function) may still rely on the default
 		// database. It may not exist on the target: fine, then nothing
 		// relies on it.
-		if _, err := a.conn.ExecContext(ctx, "USE "+quoteIdent(a.filter.routeDB(seg.ddl.schema))); err != nil && retryable(err) {
+		if _, err := a.conn.ExecContext(ctx, "USE "+quoteIdent(a.filter.routeDB(seg.DDL.Schema))); err != nil && retryable(err) {
 			return err
 		}
 	}
@@ -745,28 +745,28 @@ func (a *applier) applyDDL(ctx context.Context, seg segment) error {
 		code, _, isServer := serverErrorCode(err)
 		switch {
 		case replay && isServer && replayedDDLCodes[code]:
-			a.log.Info("DDL had already run before the last stop", "position", seg.start.String(), "error", err)
+			a.log.Info("DDL had already run before the last stop", "position", seg.Start.String(), "error", err)
 		case retryable(err):
-			return newApplyError(plan.sql, seg.start, err)
+			return newApplyError(plan.sql, seg.Start, err)
 		default:
-			return nonRetryable(newApplyError(plan.sql, seg.start, err))
+			return nonRetryable(newApplyError(plan.sql, seg.Start, err))
 		}
 	}
 	a.meta.reset()
-	if !seg.last {
+	if !seg.Last {
 		a.partial = true
-		a.curStart = seg.start
+		a.curStart = seg.Start
 		a.sess.begin()
 		return nil
 	}
-	if seg.mgtid != nil {
-		a.followed.add(seg.mgtid)
+	if seg.MariaGTID != nil {
+		a.followed.add(seg.MariaGTID)
 	}
-	if err := a.ckpt.commit(ctx, a.conn, seg.end, a.followed, a.epoch, a.owner, ""); err != nil {
+	if err := a.ckpt.commit(ctx, a.conn, seg.End, a.followed, a.epoch, a.owner, ""); err != nil {
 		return err
 	}
-	a.sess.base = seg.end
+	a.sess.base = seg.End
 	a.ddlPending = ""
-	a.onCommit(seg.end, seg.ts, 0, 1, a.followed.String())
+	a.onCommit(seg.End, a.followed.String(), seg.TS, 0, 1)
 	return nil
 }

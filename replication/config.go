@@ -73,8 +73,12 @@ type Config struct {
 	// Task names the task; it is the key of the checkpoint row, so two
 	// tasks writing into one target must have different names.
 	Task string
-	// Source is read as a replica; Target receives the changes.
+	// Source is read as a replica; Target receives the changes, unless
+	// Sink says otherwise.
 	Source, Target Endpoint
+	// Sink is where the changes go; nil is MySQLSink(Target,
+	// CheckpointSchema), and Target is then required.
+	Sink Sink `json:"-"`
 	// ServerID is the replica server id the reader registers with. It must
 	// differ from every server's and replica's id in the source's
 	// topology. Zero derives one from Task, in [2^30, 2^31).
@@ -126,10 +130,14 @@ func (c Config) withDefaults() (Config, error) {
 	// The endpoints' fields are named as the task spec spells them
 	// (source.host …), which maps onto them one to one: that is where
 	// an operator fixes them.
-	for _, ep := range []struct {
+	eps := []struct {
 		name string
 		e    *Endpoint
-	}{{"source", &c.Source}, {"target", &c.Target}} {
+	}{{"source", &c.Source}, {"target", &c.Target}}
+	if c.Sink != nil {
+		eps = eps[:1] // the sink validates its own target
+	}
+	for _, ep := range eps {
 		switch {
 		case ep.e.Host == "":
 			return bad("%s.host is empty", ep.name)
@@ -184,6 +192,14 @@ func (c Config) withDefaults() (Config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// sink is c.Sink, or the MySQL sink of c.Target.
+func (c Config) sink() Sink {
+	if c.Sink != nil {
+		return c.Sink
+	}
+	return mysqlSink{target: c.Target, schema: c.CheckpointSchema, prepChunkRows: c.prepChunkRows}
 }
 
 // derivedServerID maps a task name into [2^30, 2^31), far from the small

@@ -3,6 +3,15 @@
 // ZooKeeper: package core decides who runs a task and from where, and
 // calls Open and Run here.
 //
+// # Sinks
+//
+// The stream — reader, filter, routes, transactions, positions, fencing
+// by epoch — is Run's; where rows go is a Sink (sink.go): Open and DryRun,
+// and per attempt a SinkRun that claims the checkpoint for the epoch and
+// takes segments until it commits them. The MySQL sink (mysqlsink.go,
+// the applier below) is the default; package replication/natssink
+// publishes to NATS JetStream. What follows describes the MySQL sink.
+//
 // # Data path
 //
 // A reader (go-mysql's BinlogSyncer, registered on the source as a replica

@@ -65,20 +65,8 @@ func DryRun(ctx context.Context, cfg Config, start string) (DryRunReport, error)
 		defer src.Close()
 		dryRunSource(ctx, src, cfg, start, f, &rep, add)
 	}
-	if tgt, err := openDB(cfg.Target, 1, false, cfg.Logger); err != nil {
-		add("target connect", err, "")
-	} else {
-		defer tgt.Close()
-		err := tgt.PingContext(ctx)
-		if err != nil {
-			err = dryRunConnectError("target", cfg.Target, err)
-		}
-		add("target connect", err, "connected to "+cfg.Target.String())
-		if err == nil {
-			add("target privileges", checkGrants(ctx, tgt, cfg.Target,
-				[][]string{{"INSERT"}, {"UPDATE"}, {"DELETE"}, {"CREATE"}}), "INSERT, UPDATE, DELETE and CREATE (for the checkpoint table)")
-		}
-	}
+	env := SinkEnv{Task: cfg.Task, Log: cfg.Logger.With("task", cfg.Task), BatchRows: cfg.BatchRows, filter: f, rawLog: cfg.Logger}
+	rep.Checks = append(rep.Checks, cfg.sink().DryRun(ctx, env)...)
 	rep.OK = true
 	for _, c := range rep.Checks {
 		rep.OK = rep.OK && c.OK

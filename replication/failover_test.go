@@ -402,7 +402,7 @@ func TestCheckpointTableOfAnOlderVersion(t *testing.T) {
 			t.Errorf("column %s of the upgraded table: %d (%v)", c.name, n, err)
 		}
 	}
-	if row, _, err := r.ckpt.read(t.Context(), r.target); err != nil || row.gtidState != "" {
+	if row, _, err := r.mysql().ckpt.read(t.Context(), r.mysql().db); err != nil || row.gtidState != "" {
 		t.Errorf("history of the older row: %q (%v), want unknown", row.gtidState, err)
 	}
 	openReplicator(t, cfg) // a second Open finds the column there
@@ -460,7 +460,7 @@ func TestFailoverTwiceAndBack(t *testing.T) {
 	r := openReplicator(t, cfg)
 	history := func() string {
 		t.Helper()
-		row, ok, err := r.ckpt.read(ctx, r.target)
+		row, ok, err := r.mysql().ckpt.read(ctx, r.mysql().db)
 		if err != nil || !ok {
 			t.Fatalf("checkpoint row: %v (ok %v)", err, ok)
 		}
@@ -603,7 +603,7 @@ func TestHistoryOfAStart(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertSameData(t, src, target, db, db)
-			row, _, err := r.ckpt.read(ctx, r.target)
+			row, _, err := r.mysql().ckpt.read(ctx, r.mysql().db)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -668,18 +668,18 @@ func TestCommitMovesCheckpointOnlyFromWhereItWas(t *testing.T) {
 	source, target := servers(t)
 	r := openReplicator(t, newConfig(t, source, target))
 	ctx := t.Context()
-	conn, err := r.target.Conn(ctx)
+	conn, err := r.mysql().db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if err := r.ckpt.resetEpoch(ctx, conn); err != nil { // a previous -count run left epoch 6
+	if err := r.mysql().ckpt.resetEpoch(ctx, conn); err != nil { // a previous -count run left epoch 6
 		t.Fatal(err)
 	}
-	if err := r.ckpt.claim(ctx, conn, 5, "me"); err != nil {
+	if err := r.mysql().ckpt.claim(ctx, conn, 5, "me"); err != nil {
 		t.Fatal(err)
 	}
-	row, _, err := r.ckpt.read(ctx, conn)
+	row, _, err := r.mysql().ckpt.read(ctx, conn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -691,7 +691,7 @@ func TestCommitMovesCheckpointOnlyFromWhereItWas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = conn.ExecContext(ctx, string(r.ckpt.commitStatement(prev, pos, state, epoch, "me")))
+		_, err = conn.ExecContext(ctx, string(r.mysql().ckpt.commitStatement(prev, pos, state, epoch, "me")))
 		return err
 	}
 	if err := commit(p0, p1, 5); err != nil {
@@ -710,13 +710,13 @@ func TestCommitMovesCheckpointOnlyFromWhereItWas(t *testing.T) {
 			t.Errorf("commit %s: succeeded, want an error", tt.name)
 		}
 	}
-	if row, _, _ := r.ckpt.read(ctx, conn); row.Position != p1 {
+	if row, _, _ := r.mysql().ckpt.read(ctx, conn); row.Position != p1 {
 		t.Errorf("checkpoint at %s after refused commits, want %s", row.Position, p1)
 	}
 	if err := commit(p1, p2, 6); err != nil {
 		t.Fatalf("commit from the stored position under a newer epoch: %v", err)
 	}
-	if row, _, _ := r.ckpt.read(ctx, conn); row.Position != p2 || row.Epoch != 6 || row.gtidState != "0-1-8,0-7-2" {
+	if row, _, _ := r.mysql().ckpt.read(ctx, conn); row.Position != p2 || row.Epoch != 6 || row.gtidState != "0-1-8,0-7-2" {
 		t.Errorf("checkpoint at %s epoch %d history %q, want %s epoch 6 history 0-1-8,0-7-2", row.Position, row.Epoch, row.gtidState, p2)
 	}
 }

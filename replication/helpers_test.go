@@ -371,3 +371,7 @@ func dropDBs(t testing.TB, servers []*testpeer.MariaDB, dbs ...string) {
 		}
 	}
 }
+
+// mysql is r's sink, which the tests open as the MySQL one, for tests that
+// reach into its checkpoint row.
+func (r *Replicator) mysql() *mysqlTarget { return r.sink.(*mysqlTarget) }

@@ -13,44 +13,50 @@ import (
 	"github.com/google/uuid"
 )
 
-// changeKind is what a row event did.
-type changeKind int
+// ChangeKind is what a row event did.
+type ChangeKind int
 
+// Kinds of row change.
 const (
-	changeInsert changeKind = iota
-	changeUpdate
-	changeDelete
+	ChangeInsert ChangeKind = iota
+	ChangeUpdate
+	ChangeDelete
 )
 
-// change is the rows of one row event for a replicated table.
-type change struct {
-	db, table string // source names
-	kind      changeKind
-	// rows are full row images; for updates they alternate before, after.
-	rows [][]any
-	tm   *replication.TableMapEvent
+// Change is the rows of one row event for a replicated table, with the
+// source's names: a sink routes them (SinkEnv.Route).
+type Change struct {
+	DB, Table string
+	Kind      ChangeKind
+	// Rows are full row images as go-mysql decodes them; for updates
+	// they alternate before, after.
+	Rows [][]any
+	// TableMap is the event's table map: column types and, with
+	// binlog_row_metadata=FULL on the source, names, signedness,
+	// character sets, ENUM and SET labels and the primary key.
+	TableMap *replication.TableMapEvent
 }
 
-// segment is a source transaction, or a piece of one, handed from the
-// reader to the applier. A transaction larger than Config.MaxTxnRows
-// arrives as several segments; only the last has last set and an end.
-type segment struct {
-	start   Position // where the source transaction starts (the previous one's end)
-	end     Position // where it ends; valid when last
-	last    bool
-	changes []change
-	rows    int    // row images (an update's before and after count once)
-	ts      uint32 // source commit time, seconds
-	gtid    string // the transaction's GTID, for messages
-	// mgtid is the MariaDB transaction's GTID, in the last segment only;
-	// nil on MySQL and without a GTID event.
-	mgtid *gomysql.MariadbGTID
-	// ddl is a DDL statement; a segment holds either rows or one DDL.
-	ddl *ddlEvent
+// Segment is a source transaction, or a piece of one, handed from the
+// reader to the sink. A transaction larger than Config.MaxTxnRows
+// arrives as several segments; only the last has Last set and an End.
+type Segment struct {
+	Start   Position // where the source transaction starts (the previous one's end)
+	End     Position // where it ends; valid when Last
+	Last    bool
+	Changes []Change
+	Rows    int    // row images (an update's before and after count once)
+	TS      uint32 // source commit time, seconds
+	GTID    string // the transaction's GTID ("0-1-57", "uuid:57"), "" without one
+	// MariaGTID is the MariaDB transaction's GTID, in the last segment
+	// only; nil on MySQL and without a GTID event (see History.Add).
+	MariaGTID *gomysql.MariadbGTID
+	// DDL is a DDL statement; a segment holds either rows or one DDL.
+	DDL *DDL
 }
 
-// ddlEvent is a DDL statement and the database it ran in on the source.
-type ddlEvent struct{ schema, query string }
+// DDL is a DDL statement and the database it ran in on the source.
+type DDL struct{ Schema, Query string }
 
 // reader turns the source's binlog stream into segments. It is run by one
 // goroutine; the applier reads its channel.
@@ -59,7 +65,7 @@ type reader struct {
 	flavor  string
 	filter  *filter
 	maxRows int
-	out     chan<- segment
+	out     chan<- Segment
 
 	server sourceID        // the server read from; pos is of its binlog
 	file   string          // current binlog file
@@ -67,7 +73,7 @@ type reader struct {
 	gset   gomysql.GTIDSet // GTID state at pos; nil when unknown
 	dumped bool            // the dump's first event was seen
 
-	txn      *segment // open transaction, nil between transactions
+	txn      *Segment // open transaction, nil between transactions
 	explicit bool     // the open transaction began with BEGIN (or a non-standalone GTID): DDL inside it does not end it
 	txnGTID  string
 	mgtid    *gomysql.MariadbGTID
@@ -76,7 +82,7 @@ type reader struct {
 	producedAt  atomic.Int64 // unix nanos of the last transaction sent
 }
 
-func newReader(log *slog.Logger, flavor string, f *filter, maxRows int, start Position, server sourceID, out chan<- segment) (*reader, error) {
+func newReader(log *slog.Logger, flavor string, f *filter, maxRows int, start Position, server sourceID, out chan<- Segment) (*reader, error) {
 	rd := &reader{log: log, flavor: flavor, filter: f, maxRows: maxRows, out: out, server: server, file: start.File, pos: start}
 	rd.pos.Server = server.Name
 	if start.GTID == "" && flavor == FlavorMariaDB {
@@ -163,7 +169,7 @@ func (rd *reader) handle(ctx context.Context, ev *replication.BinlogEvent) error
 
 // begin opens a transaction. explicit says DDL inside it does not end it.
 func (rd *reader) begin(h *replication.EventHeader, explicit bool) {
-	rd.txn = &segment{start: rd.pos, ts: h.Timestamp}
+	rd.txn = &Segment{Start: rd.pos, TS: h.Timestamp}
 	rd.explicit = explicit
 	rd.txnGTID, rd.mgtid = "", nil
 }
@@ -198,12 +204,12 @@ func (rd *reader) query(ctx context.Context, h *replication.EventHeader, e *repl
 	if rd.txn == nil {
 		rd.begin(h, false)
 	}
-	if rd.txn.rows > 0 || len(rd.txn.changes) > 0 {
+	if rd.txn.Rows > 0 || len(rd.txn.Changes) > 0 {
 		return nonRetryable(fmt.Errorf("DDL at %s:%d follows row changes in the same transaction (%s); this cannot be applied atomically", rd.file, h.LogPos, clip(q)))
 	}
 	seg := *rd.txn
-	seg.ddl = &ddlEvent{schema: string(e.Schema), query: q}
-	seg.gtid = rd.txnGTID
+	seg.DDL = &DDL{Schema: string(e.Schema), Query: q}
+	seg.GTID = rd.txnGTID
 	if rd.explicit {
 		// CREATE TABLE … SELECT: the rows and the commit follow.
 		return rd.send(ctx, seg)
@@ -219,28 +225,28 @@ func (rd *reader) rows(ctx context.Context, h *replication.EventHeader, e *repli
 	if !rd.filter.tableIncluded(db, table) {
 		return nil
 	}
-	c := change{db: db, table: table, rows: e.Rows, tm: e.Table}
+	c := Change{DB: db, Table: table, Rows: e.Rows, TableMap: e.Table}
 	n := len(e.Rows)
 	switch e.Type() {
 	case replication.EnumRowsEventTypeInsert:
-		c.kind = changeInsert
+		c.Kind = ChangeInsert
 	case replication.EnumRowsEventTypeDelete:
-		c.kind = changeDelete
+		c.Kind = ChangeDelete
 	case replication.EnumRowsEventTypeUpdate:
-		c.kind = changeUpdate
+		c.Kind = ChangeUpdate
 		n /= 2
 	default:
 		return nonRetryable(fmt.Errorf("%w: %v event at %s:%d on %s.%s: partial row images cannot be replicated; set binlog_row_value_options='' and binlog_row_image=FULL",
 			ErrSourceConfig, h.EventType, rd.file, h.LogPos, db, table))
 	}
-	rd.txn.changes = append(rd.txn.changes, c)
-	rd.txn.rows += n
-	if rd.txn.rows >= rd.maxRows {
+	rd.txn.Changes = append(rd.txn.Changes, c)
+	rd.txn.Rows += n
+	if rd.txn.Rows >= rd.maxRows {
 		// Hand over what we have and keep the transaction open: the
 		// applier streams it into one target transaction.
 		seg := *rd.txn
-		seg.gtid = rd.txnGTID
-		rd.txn.changes, rd.txn.rows = nil, 0
+		seg.GTID = rd.txnGTID
+		rd.txn.Changes, rd.txn.Rows = nil, 0
 		return rd.send(ctx, seg)
 	}
 	return nil
@@ -253,12 +259,12 @@ func (rd *reader) commit(ctx context.Context, h *replication.EventHeader) error 
 		return nonRetryable(fmt.Errorf("commit at %s:%d without a transaction start: the start position %s is not at a transaction boundary", rd.file, h.LogPos, rd.pos))
 	}
 	seg := *rd.txn
-	seg.gtid = rd.txnGTID
+	seg.GTID = rd.txnGTID
 	return rd.finish(ctx, h, seg)
 }
 
 // finish sends the last segment of a transaction ending with event h.
-func (rd *reader) finish(ctx context.Context, h *replication.EventHeader, seg segment) error {
+func (rd *reader) finish(ctx context.Context, h *replication.EventHeader, seg Segment) error {
 	if rd.gset != nil && rd.txnGTID != "" {
 		var err error
 		if rd.mgtid != nil {
@@ -274,7 +280,7 @@ func (rd *reader) finish(ctx context.Context, h *replication.EventHeader, seg se
 	if rd.gset != nil {
 		rd.pos.GTID = rd.gset.String()
 	}
-	seg.end, seg.last, seg.ts, seg.mgtid = rd.pos, true, h.Timestamp, rd.mgtid
+	seg.End, seg.Last, seg.TS, seg.MariaGTID = rd.pos, true, h.Timestamp, rd.mgtid
 	rd.txn = nil
 	rd.producedAt.Store(time.Now().UnixNano())
 	return rd.send(ctx, seg)
@@ -297,7 +303,7 @@ func (rd *reader) checkDumpServer(h *replication.EventHeader) error {
 	return nil
 }
 
-func (rd *reader) send(ctx context.Context, seg segment) error {
+func (rd *reader) send(ctx context.Context, seg Segment) error {
 	select {
 	case rd.out <- seg:
 		return nil

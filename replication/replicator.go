@@ -23,11 +23,11 @@ type Replicator struct {
 	cfg    Config
 	log    *slog.Logger
 	filter *filter
-	ckpt   checkpointStore
 	flavor string // the source's
 
-	source *sql.DB // metadata queries: variables, binlog status
-	target *sql.DB // checkpoint reads, and the apply connection
+	source *sql.DB  // metadata queries: variables, binlog status
+	sink   OpenSink // where rows go, and the checkpoint
+	env    SinkEnv
 
 	running atomic.Bool
 	closeMu sync.Mutex
@@ -61,8 +61,8 @@ func open(ctx context.Context, cfg Config) (*Replicator, error) {
 		cfg:    cfg,
 		log:    cfg.Logger.With("task", cfg.Task),
 		filter: f,
-		ckpt:   newCheckpointStore(cfg.CheckpointSchema, cfg.Task),
 	}
+	r.env = SinkEnv{Task: cfg.Task, Log: r.log, BatchRows: cfg.BatchRows, filter: f, rawLog: cfg.Logger}
 	if r.source, err = openDB(cfg.Source, 2, false, cfg.Logger); err != nil {
 		return nil, err
 	}
@@ -72,20 +72,12 @@ func open(ctx context.Context, cfg Config) (*Replicator, error) {
 		return nil, fmt.Errorf("task %q: %w", cfg.Task, err)
 	}
 	r.flavor = info.flavor
-	if r.target, err = openDB(cfg.Target, 3, true, cfg.Logger); err != nil {
+	if r.sink, err = cfg.sink().Open(ctx, r.env); err != nil {
 		r.source.Close()
 		return nil, err
 	}
-	if err := r.target.PingContext(ctx); err != nil {
-		r.Close()
-		return nil, fmt.Errorf("task %q: %w", cfg.Task, connectError("target", cfg.Target, err))
-	}
-	if err := r.ckpt.create(ctx, r.target, cfg.CheckpointSchema); err != nil {
-		r.Close()
-		return nil, fmt.Errorf("task %q: target %s: %w", cfg.Task, cfg.Target, err)
-	}
 	r.log.Info("replicator opened", "source", cfg.Source.String(), "source_version", info.version,
-		"flavor", info.flavor, "target", cfg.Target.String(), "server_id", cfg.ServerID)
+		"flavor", info.flavor, "target", cfg.sink().String(), "server_id", cfg.ServerID)
 	return r, nil
 }
 
@@ -188,37 +180,27 @@ func (r *Replicator) locate(ctx context.Context, p Position) (Position, error) {
 // TargetCheckpoint returns what the target's checkpoint row says. ok is
 // false when no transaction has been committed for the task yet.
 func (r *Replicator) TargetCheckpoint(ctx context.Context) (Checkpoint, bool, error) {
-	row, ok, err := r.ckpt.read(ctx, r.target)
+	cp, ok, err := r.sink.Checkpoint(ctx)
 	if err != nil {
 		return Checkpoint{}, false, fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
 	}
-	row.Followed = row.gtidState
-	if !ok || row.Position.IsZero() {
-		return row.Checkpoint, false, nil
-	}
-	return row.Checkpoint, true, nil
+	return cp, ok, nil
 }
 
-// ResetEpoch sets the epoch of the task's checkpoint row in the target
-// back to 0, keeping its position, and returns the epoch it held (0 with
-// no row). Owners' epochs are zxids of one coordination ensemble; after a
-// move to another ensemble, or a coordination server started on an empty
-// data directory, new owners have smaller epochs than the row and are
-// fenced for good. The reset lets any epoch claim the task again — an
-// owner still running under the old ensemble included, so stop every
-// instance of the task first.
+// ResetEpoch sets the epoch of the task's checkpoint in the target back
+// to 0, keeping its position, and returns the epoch it held (0 with no
+// checkpoint). Owners' epochs are zxids of one coordination ensemble;
+// after a move to another ensemble, or a coordination server started on
+// an empty data directory, new owners have smaller epochs than the
+// checkpoint and are fenced for good. The reset lets any epoch claim the
+// task again — an owner still running under the old ensemble included, so
+// stop every instance of the task first.
 func (r *Replicator) ResetEpoch(ctx context.Context) (int64, error) {
-	row, ok, err := r.ckpt.read(ctx, r.target)
+	prev, err := r.sink.ResetEpoch(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
 	}
-	if !ok {
-		return 0, nil
-	}
-	if err := r.ckpt.resetEpoch(ctx, r.target); err != nil {
-		return 0, fmt.Errorf("task %q: %w", r.cfg.Task, classify(err))
-	}
-	return row.Epoch, nil
+	return prev, nil
 }
 
 // Close releases the connections. Cancel a Run's context first: a Run
@@ -234,8 +216,8 @@ func (r *Replicator) Close() error {
 	if r.source != nil {
 		errs = append(errs, r.source.Close())
 	}
-	if r.target != nil {
-		errs = append(errs, r.target.Close())
+	if r.sink != nil {
+		errs = append(errs, r.sink.Close())
 	}
 	return errors.Join(errs...)
 }

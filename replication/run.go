@@ -128,18 +128,18 @@ func (r *Replicator) Run(ctx context.Context, from Position, epoch int64, owner 
 }
 
 // runOnce connects both ends and applies until something fails, in
-// three phases: claim the target's checkpoint (which says where to
-// start), start reading the source there, apply what it reads.
+// three phases: claim the sink's checkpoint (which says where to start),
+// start reading the source there, hand what it reads to the sink.
 func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, owner string, st *runStats) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	conn, err := r.target.Conn(ctx)
+	run, cp, err := r.sink.Claim(ctx, epoch, owner)
 	if err != nil {
-		return connectError("target", r.cfg.Target, err)
+		return err
 	}
-	defer conn.Close()
-	start, row, err := r.claim(ctx, conn, from, epoch, owner)
+	defer run.Close()
+	start, known, err := r.startAt(ctx, from, cp)
 	if err != nil {
 		return err
 	}
@@ -147,10 +147,10 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 	if err != nil {
 		return err
 	}
-	if start, err = r.placeOn(ctx, start, row.gtidState, id); err != nil {
+	if start, err = r.placeOn(ctx, start, known, id); err != nil {
 		return err
 	}
-	followed, err := r.followedUpTo(ctx, start, row.gtidState, id)
+	followed, err := r.followedUpTo(ctx, start, known, id)
 	if err != nil {
 		return err
 	}
@@ -163,48 +163,41 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 	}
 	defer src.stop()
 
-	ap := &applier{
-		log: r.log, filter: r.filter, ckpt: r.ckpt, epoch: epoch, owner: owner, batch: r.cfg.BatchRows,
-		conn: conn, ddlPending: row.ddlPending, meta: metaCache{chunkRows: r.cfg.prepChunkRows}, followed: followed,
-	}
-	ap.sess = &targetSession{conn: conn, ckpt: r.ckpt, epoch: epoch, owner: owner, base: row.Position, where: func() Position { return ap.curStart }}
+	run.Begin(start, History{followed}, func(pos Position, followed string, ts uint32, rows, txns int) {
+		st.commit(pos, followed, ts, rows, txns)
+		if time.Since(st.lastReport) >= progressEvery {
+			st.send(StateRunning, nil, r.lag(src.rd, src.segments, run, st))
+		}
+	})
 	r.log.Info("replicating", "from", start.String(), "epoch", epoch, "owner", owner)
-	err = r.apply(ctx, src, ap, st)
-	ap.abort()
+	err = r.apply(ctx, src, run, st)
+	run.Close()
 	return err
 }
 
-// claim checks the target session, raises the checkpoint's epoch to
-// epoch and returns where to start: the later of from and the
-// checkpoint, with the GTID state of a file position learnt from the
-// source. The row's gtidState is cleared unless the start is the
-// checkpoint: it is the history up to the checkpoint only.
-func (r *Replicator) claim(ctx context.Context, conn *sql.Conn, from Position, epoch int64, owner string) (Position, checkpointRow, error) {
-	if err := checkStrict(ctx, conn); err != nil {
-		return Position{}, checkpointRow{}, err
-	}
-	if err := r.ckpt.claim(ctx, conn, epoch, owner); err != nil {
-		return Position{}, checkpointRow{}, err
-	}
-	row, _, err := r.ckpt.read(ctx, conn)
-	if err != nil {
-		return Position{}, checkpointRow{}, err
-	}
-	start := resumePoint(r.flavor, from, row.Position)
-	if start != row.Position {
-		row.gtidState = ""
+// startAt returns where to start: the later of from and the claimed
+// checkpoint cp, with the GTID state of a file position learnt from the
+// source, and the history the target followed up to it — cp's when the
+// start is the checkpoint, else unknown (""): cp's history is the history
+// up to the checkpoint only.
+func (r *Replicator) startAt(ctx context.Context, from Position, cp Checkpoint) (Position, string, error) {
+	start := resumePoint(r.flavor, from, cp.Position)
+	known := cp.Followed
+	if start != cp.Position {
+		known = ""
 	}
 	if start.IsZero() {
-		return Position{}, checkpointRow{}, nonRetryable(errNoStart)
+		return Position{}, "", nonRetryable(errNoStart)
 	}
 	if start.File != "" && start.GTID == "" && r.flavor == FlavorMariaDB {
 		// A file position from the caller: learn its GTID state so that
 		// checkpoints carry one.
+		var err error
 		if start.GTID, err = binlogGTIDPos(ctx, r.source, start.File, start.Pos); err != nil {
-			return Position{}, checkpointRow{}, err
+			return Position{}, "", err
 		}
 	}
-	return start, row, nil
+	return start, known, nil
 }
 
 // placeOn returns where to read start on the server id now behind the
@@ -225,7 +218,7 @@ func (r *Replicator) claim(ctx context.Context, conn *sql.Conn, from Position, e
 // A position of unknown server (a checkpoint from before servers were
 // recorded, or a file:pos a user gave) is taken to be of this one.
 func (r *Replicator) placeOn(ctx context.Context, start Position, followed string, id sourceID) (Position, error) {
-	if err := checkTakeover(ctx, r.source, r.cfg.Source, r.flavor, start, followed, id, r.ckpt.table); err != nil {
+	if err := checkTakeover(ctx, r.source, r.cfg.Source, r.flavor, start, followed, id, r.sink.CheckpointPlace()); err != nil {
 		return Position{}, err
 	}
 	if start.Server == "" || start.Server == id.Name {
@@ -302,7 +295,7 @@ func (r *Replicator) followedUpTo(ctx context.Context, start Position, known str
 // segments by a reader goroutine that stop ends and waits for.
 type sourceFeed struct {
 	rd       *reader
-	segments chan segment
+	segments chan Segment
 	readErr  chan error // the reader's failure; written once
 	stop     func()
 }
@@ -310,7 +303,7 @@ type sourceFeed struct {
 // startReading opens the source's binlog at start, a position of server
 // id, and starts the reader.
 func (r *Replicator) startReading(ctx context.Context, start Position, id sourceID) (*sourceFeed, error) {
-	segments := make(chan segment, segmentQueue)
+	segments := make(chan Segment, segmentQueue)
 	rd, err := newReader(r.log, r.flavor, r.filter, r.cfg.MaxTxnRows, start, id, segments)
 	if err != nil {
 		return nil, err
@@ -337,16 +330,10 @@ func (r *Replicator) startReading(ctx context.Context, start Position, id source
 	return f, nil
 }
 
-// apply hands the source's segments to the applier and commits, until
-// something fails; the caller aborts the open transaction.
-func (r *Replicator) apply(ctx context.Context, src *sourceFeed, ap *applier, st *runStats) error {
-	report := func() { st.send(StateRunning, nil, r.lag(src.rd, src.segments, ap, st)) }
-	ap.onCommit = func(pos Position, ts uint32, rows, txns int, followed string) {
-		st.commit(pos, followed, ts, rows, txns)
-		if time.Since(st.lastReport) >= progressEvery {
-			report()
-		}
-	}
+// apply hands the source's segments to the sink and commits, until
+// something fails; the caller closes the run.
+func (r *Replicator) apply(ctx context.Context, src *sourceFeed, run SinkRun, st *runStats) error {
+	report := func() { st.send(StateRunning, nil, r.lag(src.rd, src.segments, run, st)) }
 	st.send(StateRunning, nil, 0)
 
 	// The ticker delivers commits the throttle held back, and a report
@@ -356,20 +343,20 @@ func (r *Replicator) apply(ctx context.Context, src *sourceFeed, ap *applier, st
 	for {
 		select {
 		case seg := <-src.segments:
-			if err := ap.handle(ctx, seg); err != nil {
+			if err := run.Write(ctx, seg); err != nil {
 				return err
 			}
-			if err := r.maybeCommit(ctx, src, ap); err != nil {
+			if err := run.Flush(ctx, len(src.segments) > 0); err != nil {
 				return err
 			}
-		case err := <-ap.sess.inFlight():
-			// A packet landed while no segment came: a commit is
-			// reported now rather than with the next segment, and what
-			// accumulated meanwhile can go.
-			if err := ap.sess.landed(ctx, err); err != nil {
+		case err := <-run.InFlight():
+			// Work landed while no segment came: a commit is reported now
+			// rather than with the next segment, and what accumulated
+			// meanwhile can go.
+			if err := run.Landed(ctx, err); err != nil {
 				return err
 			}
-			if err := r.maybeCommit(ctx, src, ap); err != nil {
+			if err := run.Flush(ctx, len(src.segments) > 0); err != nil {
 				return err
 			}
 		case err := <-src.readErr:
@@ -382,22 +369,6 @@ func (r *Replicator) apply(ctx context.Context, src *sourceFeed, ap *applier, st
 			return ctx.Err()
 		}
 	}
-}
-
-// maybeCommit commits the open target transaction when the batch is
-// full, or when the reader has nothing more ready and the target nothing
-// in flight: small source transactions then share a commit while the
-// target is busy — committing sooner would not make them visible sooner,
-// the target works through its packets in order — and are not held back
-// when it is idle.
-func (r *Replicator) maybeCommit(ctx context.Context, src *sourceFeed, ap *applier) error {
-	if ap.partial || !ap.sess.open {
-		return nil
-	}
-	if ap.openRows >= ap.batch || len(src.segments) == 0 && ap.sess.inFlight() == nil {
-		return ap.flush(ctx)
-	}
-	return nil
 }
 
 // checkStrict verifies that the apply session is in strict mode, which
@@ -430,8 +401,8 @@ func (r *Replicator) sourceError(at Position, err error) error {
 }
 
 // lag estimates how far the target is behind the source.
-func (r *Replicator) lag(rd *reader, queue chan segment, ap *applier, st *runStats) float64 {
-	if rd.caughtUp() && len(queue) == 0 && ap.idle() {
+func (r *Replicator) lag(rd *reader, queue chan Segment, run SinkRun, st *runStats) float64 {
+	if rd.caughtUp() && len(queue) == 0 && run.Idle() {
 		return 0
 	}
 	if st.lastTS == 0 {

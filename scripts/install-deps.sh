@@ -32,6 +32,8 @@ test)
   want '[ -f /usr/share/java/curator-recipes.jar ] && command -v javac' \
     libcurator-recipes-java libcurator-framework-java libcurator-client-java default-jdk-headless
   want '[ -x /usr/sbin/logrotate ]' logrotate
+  # The NATS JetStream sink's tests start a real nats-server.
+  want '[ -x /usr/sbin/nats-server ]' nats-server
   # The console's browser tests drive a real headless Chromium.
   want 'command -v chromium' chromium
   # The monitor's shipped rules are checked by promtool, scraped by a real Prometheus.

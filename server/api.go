@@ -231,6 +231,11 @@ func (s *Server) readSpec(w http.ResponseWriter, r *http.Request) (*core.Spec, e
 	if err := sp.Complete(); err != nil {
 		return nil, err
 	}
+	if sp.Target.IsNATS() {
+		// The console's forms, its password keeping and its --db-allow
+		// list know MySQL targets only, so far.
+		return nil, errorf(http.StatusBadRequest, "invalid", "target.kind: nats targets are defined with shepherd ctl task add, not in the console (yet)")
+	}
 	if err := s.dbAllow.check(&sp); err != nil {
 		return nil, err
 	}
@@ -297,7 +302,7 @@ func keepPasswords(sp, old *core.Spec) error {
 	for _, e := range []struct {
 		field    string
 		new, old *core.Endpoint
-	}{{"source", &sp.Source.Endpoint, nilEndpoint(old, true)}, {"target", &sp.Target, nilEndpoint(old, false)}} {
+	}{{"source", &sp.Source.Endpoint, nilEndpoint(old, true)}, {"target", &sp.Target.Endpoint, nilEndpoint(old, false)}} {
 		if e.new.Password != core.RedactedPassword {
 			continue
 		}
@@ -328,7 +333,7 @@ func nilEndpoint(sp *core.Spec, source bool) *core.Endpoint {
 	case source:
 		return &sp.Source.Endpoint
 	}
-	return &sp.Target
+	return &sp.Target.Endpoint
 }
 
 func (s *Server) apiDeleteTask(w http.ResponseWriter, r *http.Request, p principal) error {

@@ -87,7 +87,7 @@ func (cfg Config) checkLimits() error {
 }
 
 // Validator is the dry run of a task spec (tasks:validate and the form's
-// "test connection"): core.MySQL's DryRun in production.
+// "test connection"): core.DefaultEngine's DryRun in production.
 type Validator func(ctx context.Context, sp *core.Spec) (core.DryRunReport, error)
 
 // Deps are what the console runs on.
@@ -97,9 +97,10 @@ type Deps struct {
 	Session *recipe.Session
 	// Feed is the shared read model.
 	Feed Feed
-	// Engine opens replicators for reset-position; nil is core.MySQL{}.
+	// Engine opens replicators for reset-position; nil is
+	// core.DefaultEngine().
 	Engine core.Engine
-	// Validate is the dry run; nil is core.MySQL{}.DryRun.
+	// Validate is the dry run; nil is core.DefaultEngine().DryRun.
 	Validate Validator
 	// Logger; nil is slog.Default().
 	Logger *slog.Logger
@@ -173,11 +174,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if cfg.LoginGlobalFailures == 0 {
 		cfg.LoginGlobalFailures = 100
 	}
-	if deps.Engine == nil {
-		deps.Engine = core.MySQL{}
-	}
-	if deps.Validate == nil {
-		deps.Validate = core.MySQL{}.DryRun
+	if deps.Engine == nil || deps.Validate == nil {
+		e := core.DefaultEngine()
+		if deps.Engine == nil {
+			deps.Engine = e
+		}
+		if deps.Validate == nil {
+			deps.Validate = e.DryRun
+		}
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.Default()

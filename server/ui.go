@@ -265,7 +265,7 @@ func (s *Server) uiRoutes() {
 		}
 		d.Title = "New task"
 		sp := &core.Spec{State: core.DesiredRunning, Start: core.StartCurrent, Standby: core.Standby{Mode: core.ModeHot},
-			Source: core.SourceEndpoint{Endpoint: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}, Target: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}
+			Source: core.SourceEndpoint{Endpoint: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}, Target: core.TargetEndpoint{Endpoint: core.Endpoint{Port: 3306, Flavor: core.FlavorMariaDB}}}
 		d.Data = taskPage{Spec: sp, Standby: s.formStandby(r.Context(), sp, true)}
 		return nil
 	})
@@ -279,6 +279,9 @@ func (s *Server) uiRoutes() {
 		}
 		if tv.Spec == nil {
 			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" has no readable spec: "+tv.SpecError)
+		}
+		if tv.Spec.Target.IsNATS() {
+			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" publishes to NATS JetStream: edit it with shepherd ctl task add --replace (the console's form knows MySQL targets only)")
 		}
 		d.Title = "Edit task " + tv.Name
 		d.Data = taskPage{View: tv, Spec: tv.Spec, Standby: s.formStandby(r.Context(), tv.Spec, false)}

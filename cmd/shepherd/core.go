@@ -76,7 +76,7 @@ func setupCore(c *cli.Context, log *slog.Logger) (starter, error) {
 		Root: c.String("root"), Capacity: c.Int("capacity"), BalanceMoves: moves, BalanceGrace: c.Duration("balance-grace"),
 		CheckpointInterval: c.Duration("checkpoint-interval"), MaxFailures: c.Int("max-failures"),
 		RetryBase: c.Duration("retry-base"), RetryMax: c.Duration("retry-max"),
-		Engine: core.MySQL{}, Logger: log,
+		Engine: core.DefaultEngine(), Logger: log,
 	}
 	return func(e env) (func(context.Context) error, error) {
 		cfg.Registerer = e.http.Registry

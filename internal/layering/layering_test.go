@@ -40,6 +40,10 @@ var rules = []rule{
 		Doc: "replication/doc.go", Says: "This package must not import the coordination client",
 	},
 	{
+		From: []string{"replication/natssink"}, Never: zkClients,
+		Doc: "replication/natssink/doc.go", Says: "never import the coordination\n// client",
+	},
+	{
 		From: []string{"coord/watch"}, Never: []string{"net", module + "/coord/tree"},
 		Doc: "coord/watch/doc.go", Says: "It never talks to the network, starts no\n// goroutines, knows nothing about the data tree",
 	},

@@ -1,4 +1,5 @@
-// Package testpeer starts real peers — Apache ZooKeeper 3.8, kazoo, zkCli —
+// Package testpeer starts real peers — Apache ZooKeeper 3.8, kazoo, zkCli,
+// MariaDB, nats-server with JetStream —
 // from Go tests, so that suites can prove Shepherd against the software it
 // claims to be compatible with.
 //

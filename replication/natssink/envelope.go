@@ -1,0 +1,484 @@
+package natssink
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	binlog "github.com/go-mysql-org/go-mysql/replication"
+	"github.com/pingcap/tidb/pkg/parser/charset"
+	"github.com/shopspring/decimal"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/japanese"
+	"golang.org/x/text/encoding/korean"
+	"golang.org/x/text/encoding/simplifiedchinese"
+	"golang.org/x/text/encoding/traditionalchinese"
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/encoding/unicode/utf32"
+
+	"github.com/shepherd-dev/shepherd/replication"
+)
+
+// This file renders row changes as the event envelope: pure functions of
+// the segment, no I/O, so that the same transaction read again after a
+// crash gives the same bytes.
+
+// Operations of an event, as the envelope's "op" names them.
+const (
+	OpCreate = "c"
+	OpUpdate = "u"
+	OpDelete = "d"
+)
+
+// EnvelopeVersion is the "version" of the envelope's source block.
+const EnvelopeVersion = 1
+
+// ErrNoColumnNames reports a row event without column names: the source
+// does not log them (binlog_row_metadata is not FULL), and an event
+// without them cannot be named field by field. It wraps
+// replication.ErrSourceConfig.
+var ErrNoColumnNames = fmt.Errorf("natssink: the source logs no column names: set binlog_row_metadata=FULL on it (SET GLOBAL binlog_row_metadata=FULL, and in its configuration file) (%w)", replication.ErrSourceConfig)
+
+// eventSource is what the "source" block says of the transaction.
+type eventSource struct {
+	task      string
+	server    string // the source server's identity, Position.Server
+	db, table string // source names
+	file      string // the transaction's start position
+	pos       uint32
+	gtid      string // the transaction's GTID, "" without one
+	tsMS      int64  // source commit time
+	row       int    // the event's index in its transaction
+}
+
+// appendSource writes the "source" block.
+func appendSource(b []byte, s *eventSource) []byte {
+	connector := s.server
+	if i := strings.IndexByte(connector, ':'); i >= 0 {
+		connector = connector[:i]
+	}
+	b = append(b, `"source":{"version":`...)
+	b = strconv.AppendInt(b, EnvelopeVersion, 10)
+	b = append(b, `,"connector":`...)
+	b = appendJSONString(b, connector)
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, s.task)
+	b = append(b, `,"server":`...)
+	b = appendJSONString(b, s.server)
+	b = append(b, `,"ts_ms":`...)
+	b = strconv.AppendInt(b, s.tsMS, 10)
+	if s.db != "" || s.table != "" {
+		b = append(b, `,"db":`...)
+		b = appendJSONString(b, s.db)
+		b = append(b, `,"table":`...)
+		b = appendJSONString(b, s.table)
+	}
+	b = append(b, `,"file":`...)
+	b = appendJSONString(b, s.file)
+	b = append(b, `,"pos":`...)
+	b = strconv.AppendUint(b, uint64(s.pos), 10)
+	b = append(b, `,"gtid":`...)
+	if s.gtid == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, s.gtid)
+	}
+	b = append(b, `,"row":`...)
+	b = strconv.AppendInt(b, int64(s.row), 10)
+	return append(b, '}')
+}
+
+// appendRowEvent writes the envelope of one row change: before and after
+// images (null where the operation has none), source, op and ts_ms (the
+// source's commit time, not the time of publishing, so that a re-sent
+// event is byte for byte the first one).
+func appendRowEvent(b []byte, tm *binlog.TableMapEvent, op string, before, after []any, src *eventSource) ([]byte, error) {
+	cols, err := columnsOf(tm)
+	if err != nil {
+		return b, err
+	}
+	b = append(b, `{"before":`...)
+	if b, err = appendImage(b, cols, before); err != nil {
+		return b, err
+	}
+	b = append(b, `,"after":`...)
+	if b, err = appendImage(b, cols, after); err != nil {
+		return b, err
+	}
+	b = append(b, ',')
+	b = appendSource(b, src)
+	b = append(b, `,"op":`...)
+	b = appendJSONString(b, op)
+	b = append(b, `,"ts_ms":`...)
+	b = strconv.AppendInt(b, src.tsMS, 10)
+	return append(b, '}'), nil
+}
+
+// appendDDLEvent writes the envelope of a schema change: the statement
+// as the source ran it, its default database there, and the statement
+// with the task's routes applied (what a MySQL target would run).
+func appendDDLEvent(b []byte, schema, query, routed string, src *eventSource) []byte {
+	b = append(b, `{"ddl":`...)
+	b = appendJSONString(b, query)
+	b = append(b, `,"routed":`...)
+	b = appendJSONString(b, routed)
+	b = append(b, `,"databaseName":`...)
+	b = appendJSONString(b, schema)
+	b = append(b, ',')
+	b = appendSource(b, src)
+	b = append(b, `,"op":"ddl","ts_ms":`...)
+	b = strconv.AppendInt(b, src.tsMS, 10)
+	return append(b, '}')
+}
+
+// column is what the envelope needs of one column, from the table map.
+type column struct {
+	name     string
+	typ      byte // the real type: ENUM and SET told apart from STRING
+	unsigned bool
+	charset  string // of a character column; "binary" for binary strings and BLOBs
+	labels   []string
+}
+
+// columnsOf reads the columns of a table map logged with
+// binlog_row_metadata=FULL.
+func columnsOf(tm *binlog.TableMapEvent) ([]column, error) {
+	names := tm.ColumnNameString()
+	if len(names) != int(tm.ColumnCount) {
+		return nil, fmt.Errorf("table %s.%s: %w", tm.Schema, tm.Table, ErrNoColumnNames)
+	}
+	unsigned := tm.UnsignedMap()
+	collations := tm.CollationMap()
+	enums, sets := tm.EnumStrValueMap(), tm.SetStrValueMap()
+	cols := make([]column, len(names))
+	for i, n := range names {
+		c := column{name: n, typ: realType(tm, i), unsigned: unsigned[i]}
+		switch {
+		case tm.IsEnumColumn(i):
+			c.labels = enums[i]
+			if c.labels == nil {
+				return nil, fmt.Errorf("table %s.%s column %s: ENUM without its labels: %w", tm.Schema, tm.Table, n, ErrNoColumnNames)
+			}
+		case tm.IsSetColumn(i):
+			c.labels = sets[i]
+		case tm.IsCharacterColumn(i):
+			id, ok := collations[i]
+			if !ok {
+				// Geometry (MariaDB counts it as character) has no
+				// collation: its bytes are WKB.
+				c.charset = "binary"
+				break
+			}
+			cs, err := charsetOf(id)
+			if err != nil {
+				return nil, fmt.Errorf("table %s.%s column %s: %w", tm.Schema, tm.Table, n, err)
+			}
+			c.charset = cs
+		case c.typ == gomysql.MYSQL_TYPE_GEOMETRY:
+			c.charset = "binary"
+		}
+		cols[i] = c
+	}
+	return cols, nil
+}
+
+// realType is the column's type with ENUM and SET (logged as STRING with
+// the real type in the metadata) told apart.
+func realType(tm *binlog.TableMapEvent, i int) byte {
+	t := tm.ColumnType[i]
+	if t == gomysql.MYSQL_TYPE_STRING {
+		if rt := byte(tm.ColumnMeta[i] >> 8); rt == gomysql.MYSQL_TYPE_ENUM || rt == gomysql.MYSQL_TYPE_SET {
+			return rt
+		}
+	}
+	return t
+}
+
+// charsetOf names the character set of a collation id.
+func charsetOf(id uint64) (string, error) {
+	if id == 63 {
+		return "binary", nil
+	}
+	c, err := charset.GetCollationByID(int(id))
+	if err != nil || c == nil {
+		return "", fmt.Errorf("unknown collation id %d", id)
+	}
+	return c.CharsetName, nil
+}
+
+// decoders turn a character set's bytes into UTF-8. utf8, utf8mb3,
+// utf8mb4 and ascii need none; binary is written as base64.
+var decoders = map[string]encoding.Encoding{
+	"latin1":  charmap.Windows1252, // MySQL's latin1 is cp1252
+	"latin2":  charmap.ISO8859_2,
+	"cp1250":  charmap.Windows1250,
+	"cp1251":  charmap.Windows1251,
+	"cp1256":  charmap.Windows1256,
+	"cp1257":  charmap.Windows1257,
+	"koi8r":   charmap.KOI8R,
+	"koi8u":   charmap.KOI8U,
+	"greek":   charmap.ISO8859_7,
+	"hebrew":  charmap.ISO8859_8,
+	"latin5":  charmap.ISO8859_9,
+	"latin7":  charmap.ISO8859_13,
+	"cp850":   charmap.CodePage850,
+	"cp866":   charmap.CodePage866,
+	"gbk":     simplifiedchinese.GBK,
+	"gb2312":  simplifiedchinese.HZGB2312,
+	"gb18030": simplifiedchinese.GB18030,
+	"big5":    traditionalchinese.Big5,
+	"sjis":    japanese.ShiftJIS,
+	"cp932":   japanese.ShiftJIS,
+	"ujis":    japanese.EUCJP,
+	"eucjpms": japanese.EUCJP,
+	"euckr":   korean.EUCKR,
+	"utf16":   unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM),
+	"ucs2":    unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM),
+	"utf16le": unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM),
+	"utf32":   utf32.UTF32(utf32.BigEndian, utf32.IgnoreBOM),
+}
+
+func init() {
+	// gb2312 is EUC-CN, a subset of GBK; HZ is another encoding.
+	decoders["gb2312"] = simplifiedchinese.GBK
+}
+
+// appendImage writes a row image as an object of column name to value,
+// in column order, or null for none.
+func appendImage(b []byte, cols []column, row []any) ([]byte, error) {
+	if row == nil {
+		return append(b, "null"...), nil
+	}
+	if len(row) != len(cols) {
+		return b, fmt.Errorf("row image has %d values for %d columns", len(row), len(cols))
+	}
+	b = append(b, '{')
+	var err error
+	for i := range cols {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, cols[i].name)
+		b = append(b, ':')
+		if b, err = appendValue(b, &cols[i], row[i]); err != nil {
+			return b, fmt.Errorf("column %s: %w", cols[i].name, err)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendValue writes one value as JSON:
+//   - integers as numbers, unsigned columns reinterpreted at their width;
+//     BIT as an unsigned number; YEAR as a number;
+//   - FLOAT and DOUBLE as the shortest decimal that reads back the same
+//     (FLOAT at single precision);
+//   - DECIMAL as a string holding the exact decimal text;
+//   - temporal values as the strings the binlog decoder formats
+//     ("2026-11-22 12:34:56.5", TIMESTAMP in UTC, TIME "-838:59:59");
+//   - character strings converted from their column's character set to
+//     UTF-8; binary strings, BLOBs and geometry as base64;
+//   - JSON as its text, a string; ENUM as its label, SET as its labels
+//     joined by commas (as MySQL shows them).
+func appendValue(b []byte, c *column, v any) ([]byte, error) {
+	if v == nil {
+		return append(b, "null"...), nil
+	}
+	switch c.typ {
+	case gomysql.MYSQL_TYPE_ENUM:
+		n, ok := asInt64(v)
+		switch {
+		case !ok:
+			return b, fmt.Errorf("ENUM value of type %T", v)
+		case n == 0:
+			return append(b, `""`...), nil
+		case n < 0 || int(n) > len(c.labels):
+			return b, fmt.Errorf("ENUM index %d, but the table map has %d labels", n, len(c.labels))
+		}
+		return appendJSONString(b, c.labels[n-1]), nil
+	case gomysql.MYSQL_TYPE_SET:
+		n, ok := asInt64(v)
+		if !ok {
+			return b, fmt.Errorf("SET value of type %T", v)
+		}
+		mask := uint64(n)
+		if len(c.labels) < 64 && mask>>len(c.labels) != 0 {
+			return b, fmt.Errorf("SET mask %#x, but the table map has %d labels", mask, len(c.labels))
+		}
+		var parts []string
+		for i, l := range c.labels {
+			if mask&(1<<i) != 0 {
+				parts = append(parts, l)
+			}
+		}
+		return appendJSONString(b, strings.Join(parts, ",")), nil
+	case gomysql.MYSQL_TYPE_BIT:
+		n, ok := asInt64(v)
+		if !ok {
+			return b, fmt.Errorf("BIT value of type %T", v)
+		}
+		return strconv.AppendUint(b, uint64(n), 10), nil
+	case gomysql.MYSQL_TYPE_NEWDECIMAL, gomysql.MYSQL_TYPE_DECIMAL:
+		switch x := v.(type) {
+		case string:
+			return appendJSONString(b, x), nil
+		case decimal.Decimal:
+			return appendJSONString(b, x.String()), nil
+		}
+		return b, fmt.Errorf("DECIMAL value of type %T", v)
+	}
+	switch x := v.(type) {
+	case int8:
+		if c.unsigned {
+			return strconv.AppendUint(b, uint64(uint8(x)), 10), nil
+		}
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int16:
+		if c.unsigned {
+			return strconv.AppendUint(b, uint64(uint16(x)), 10), nil
+		}
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int32:
+		if c.unsigned {
+			u := uint32(x)
+			if c.typ == gomysql.MYSQL_TYPE_INT24 {
+				u &= 1<<24 - 1 // decoded from 3 bytes, sign-extended
+			}
+			return strconv.AppendUint(b, uint64(u), 10), nil
+		}
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int64:
+		if c.unsigned {
+			return strconv.AppendUint(b, uint64(x), 10), nil
+		}
+		return strconv.AppendInt(b, x, 10), nil
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case uint8, uint16, uint32, uint64:
+		n, _ := asInt64(x)
+		return strconv.AppendUint(b, uint64(n), 10), nil
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return b, fmt.Errorf("%v has no JSON number", x)
+		}
+		return strconv.AppendFloat(b, float64(x), 'g', -1, 32), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return b, fmt.Errorf("%v has no JSON number", x)
+		}
+		return strconv.AppendFloat(b, x, 'g', -1, 64), nil
+	case decimal.Decimal:
+		return appendJSONString(b, x.String()), nil
+	case time.Time:
+		return appendJSONString(b, x.UTC().Format("2006-01-02 15:04:05.999999")), nil
+	case string:
+		return appendText(b, c, x)
+	case []byte:
+		return appendText(b, c, string(x))
+	}
+	return b, fmt.Errorf("cannot write a value of type %T (partial JSON updates need binlog_row_value_options='')", v)
+}
+
+// appendText writes a value that arrived as text or bytes.
+func appendText(b []byte, c *column, s string) ([]byte, error) {
+	switch c.charset {
+	case "":
+		// Not a character column: temporal text, MySQL's JSON text.
+		if !utf8.ValidString(s) {
+			return b, errors.New("text of a non-character column is not UTF-8")
+		}
+		return appendJSONString(b, s), nil
+	case "binary":
+		return appendJSONString(b, base64.StdEncoding.EncodeToString([]byte(s))), nil
+	case "utf8", "utf8mb3", "utf8mb4", "ascii":
+		if !utf8.ValidString(s) {
+			return b, fmt.Errorf("%s bytes %q are not valid UTF-8", c.charset, s)
+		}
+		return appendJSONString(b, s), nil
+	}
+	enc, ok := decoders[c.charset]
+	if !ok {
+		return b, fmt.Errorf("character set %s cannot be converted to UTF-8 (supported: utf8mb4, utf8mb3, ascii, latin1, gbk, utf16 and others: see docs/replication.md)", c.charset)
+	}
+	u, err := enc.NewDecoder().String(s)
+	if err != nil {
+		return b, fmt.Errorf("%s bytes %q: %w", c.charset, s, err)
+	}
+	return appendJSONString(b, u), nil
+}
+
+func asInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int32:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case int:
+		return int64(x), true
+	case uint64:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint8:
+		return int64(x), true
+	}
+	return 0, false
+}
+
+// appendJSONString writes s, which must be valid UTF-8, as a JSON string.
+// Only what JSON requires is escaped (quote, backslash, controls), plus
+// U+2028 and U+2029 for JavaScript readers; everything else is kept as is,
+// so the output is stable across Go versions.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,172 @@
+package replication
+
+import (
+	"context"
+	"log/slog"
+)
+
+// A Sink is where a task's row changes go: the target, described but not
+// yet connected. The stream — reading the source's binlog, filtering,
+// routing, grouping into transactions, positions, fencing by epoch —
+// is the same for every sink; a sink writes what the stream hands it and
+// keeps the task's checkpoint, committed with what it covers.
+//
+// The MySQL sink (MySQLSink, the default when Config.Sink is nil) writes
+// rows into a MySQL or MariaDB target with the checkpoint row in the same
+// transaction. Package replication/natssink publishes them to a NATS
+// JetStream stream.
+//
+// What every sink must guarantee, so that Run stays exactly once:
+//
+//   - its checkpoint never runs ahead of what the target durably holds:
+//     a commit is reported (SinkRun.Begin's committed) only once the
+//     target has taken every change up to it;
+//   - Claim with an epoch smaller than the stored one fails with an error
+//     wrapping ErrFenced, and once an epoch has claimed, no commit of a
+//     smaller one succeeds;
+//   - re-writing the changes after the checkpoint (what a Run resuming
+//     from it does after a crash) has no effect beyond the first write —
+//     MySQL by committing the checkpoint in the rows' transaction,
+//     JetStream by deduplicating message ids.
+type Sink interface {
+	// String names the target for logs and messages, without secrets.
+	String() string
+	// Open connects and prepares the checkpoint storage (creating it if
+	// missing). An unreachable target is a plain error the caller may
+	// retry; one that can never work wraps ErrNonRetryable.
+	Open(ctx context.Context, env SinkEnv) (OpenSink, error)
+	// DryRun checks, writing nothing, that a task could write there: the
+	// "test connection" of the console and the target half of DryRun.
+	DryRun(ctx context.Context, env SinkEnv) []Check
+}
+
+// OpenSink is a connected sink of one task.
+type OpenSink interface {
+	// Claim begins a run of owner's term epoch: it raises the stored
+	// epoch to epoch, failing with ErrFenced if a larger one is stored,
+	// and returns the run and the checkpoint as stored (zero Position when
+	// nothing was committed yet). The run holds what it needs (a
+	// connection) until Close.
+	Claim(ctx context.Context, epoch int64, owner string) (SinkRun, Checkpoint, error)
+	// Checkpoint returns the stored checkpoint; ok is false when nothing
+	// has been committed for the task yet.
+	Checkpoint(ctx context.Context) (cp Checkpoint, ok bool, err error)
+	// ResetEpoch sets the stored epoch to 0, keeping the position, and
+	// returns the epoch it held (Replicator.ResetEpoch).
+	ResetEpoch(ctx context.Context) (int64, error)
+	// CheckpointPlace names where the checkpoint is kept, for messages
+	// telling an operator what to delete.
+	CheckpointPlace() string
+	// Close releases the connections.
+	Close() error
+}
+
+// SinkRun writes one Run attempt's changes. It is used by one goroutine,
+// Run's, in this order: Begin once, then Write and Flush (and Landed when
+// InFlight delivers) until something fails or the Run ends, then Close.
+type SinkRun interface {
+	// Begin tells the run where the stream starts (start, a transaction
+	// boundary), the MariaDB history followed up to it (empty on MySQL),
+	// and committed, to be called with every commit once the target holds
+	// it: the position of its last source transaction and the history
+	// followed up to it (History.String, as committed with it), that
+	// transaction's source commit time (seconds), and the rows and source
+	// transactions it made durable.
+	Begin(start Position, followed History, committed func(pos Position, followed string, ts uint32, rows, txns int))
+	// Write takes a segment (a source transaction or a piece of one, or a
+	// DDL statement) and leaves it in the open batch; a sink may commit by
+	// itself when it must (the MySQL sink commits DDL on its own).
+	Write(ctx context.Context, seg Segment) error
+	// Flush commits the open batch if it should now: the batch is full,
+	// or the stream has nothing more ready (more is false) and the target
+	// nothing in flight. It must not split a source transaction.
+	Flush(ctx context.Context, more bool) error
+	// InFlight is a channel on which the outcome of work the run handed
+	// to the target arrives while Run waits for the source; nil when none.
+	// Run passes what it receives to Landed.
+	InFlight() <-chan error
+	// Landed takes an outcome received from InFlight.
+	Landed(ctx context.Context, err error) error
+	// Idle reports whether nothing is open or in flight (for lag: an idle
+	// sink at the end of the source is not behind).
+	Idle() bool
+	// Close abandons what is not committed and releases the run. It may
+	// be called more than once.
+	Close()
+}
+
+// SinkEnv is what the stream tells a sink about its task.
+type SinkEnv struct {
+	// Task names the task: the key of its checkpoint.
+	Task string
+	// Log is the task's logger.
+	Log *slog.Logger
+	// BatchRows is Config.BatchRows: rows per commit when small source
+	// transactions are grouped.
+	BatchRows int
+	filter    *filter
+	rawLog    *slog.Logger // Config.Logger, without the task
+}
+
+// Route returns the target names of a source table, after the task's
+// routes (none in a SinkEnv made outside Open, as tests make them).
+func (e SinkEnv) Route(db, table string) (string, string) {
+	if e.filter == nil {
+		return db, table
+	}
+	return e.filter.route(db, table)
+}
+
+// RouteDB returns the target name of a source database.
+func (e SinkEnv) RouteDB(db string) string {
+	if e.filter == nil {
+		return db
+	}
+	return e.filter.routeDB(db)
+}
+
+// PlanDDL decides whether a DDL statement run in database schema on the
+// source concerns the task's tables, and returns it with its names
+// routed and every table qualified (what the MySQL sink runs); when it
+// does not, ok is false and why says so.
+func (e SinkEnv) PlanDDL(schema, query string) (routed string, ok bool, why string, err error) {
+	f := e.filter
+	if f == nil {
+		var err error
+		if f, err = newFilter(nil, nil, nil); err != nil {
+			return "", false, "", err
+		}
+	}
+	p, err := parseDDL(query).plan(schema, f)
+	if err != nil {
+		return "", false, "", err
+	}
+	return p.sql, p.apply, p.why, nil
+}
+
+// History is the MariaDB history a sink has followed (see followedState):
+// the highest sequence number of every domain and server whose
+// transactions it holds. A sink keeps it with its checkpoint so that a
+// source failover can tell a transaction the target has from an errant
+// one. Empty on MySQL, whose GTID sets are complete.
+type History struct{ s followedState }
+
+// ParseHistory reads a History as String writes it ("" is empty).
+func ParseHistory(s string) (History, error) {
+	f, err := parseFollowedState(s)
+	return History{f}, err
+}
+
+// Add records the transaction seg ends, if it is the last segment of a
+// MariaDB transaction with a GTID.
+func (h *History) Add(seg *Segment) {
+	if seg.Last && seg.MariaGTID != nil {
+		h.s.add(seg.MariaGTID)
+	}
+}
+
+// Clone returns a copy that Add on h does not change.
+func (h History) Clone() History { return History{append(followedState(nil), h.s...)} }
+
+// String is the history as "d-s-n,d-s-n".
+func (h History) String() string { return h.s.String() }
