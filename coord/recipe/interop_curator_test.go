@@ -1,7 +1,6 @@
 package recipe
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
@@ -73,32 +71,7 @@ func TestCuratorInterop(t *testing.T) {
 
 		t.Run("contention", func(t *testing.T) {
 			p := testPath(t)
-			guard := p + "-guard"
-			const rounds = 40
-			java.send("contend %s %d %s", p, rounds, guard)
-			m := NewMutex(s, p)
-			before := s.waiterWakeups.Load()
-			for i := range rounds {
-				if err := m.Lock(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := s.Create(ctx, guard, nil, zk.FlagEphemeral, nil); err != nil {
-					if errors.Is(err, zk.ErrNodeExists) {
-						t.Fatalf("round %d: Go got the lock while Curator was inside", i)
-					}
-					t.Fatal(err)
-				}
-				if err := s.Delete(ctx, guard, -1); err != nil {
-					t.Fatal(err)
-				}
-				if err := m.Unlock(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			java.expect(fmt.Sprintf("contended %d 0", rounds), 60*time.Second)
-			if s.waiterWakeups.Load() == before {
-				t.Error("Go never waited behind Curator: the two did not contend")
-			}
+			lockContention(t, ctx, s, java, "Curator", NewMutex(s, p))
 		})
 
 		t.Run("InterProcessReadWriteLock", func(t *testing.T) {

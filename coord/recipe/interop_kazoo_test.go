@@ -1,14 +1,11 @@
 package recipe
 
 import (
-	"errors"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
@@ -38,32 +35,7 @@ func TestKazooInterop(t *testing.T) {
 			if err := s.EnsurePath(ctx, p); err != nil {
 				t.Fatal(err)
 			}
-			guard := p + "-guard"
-			const rounds = 40
-			py.send("contend %s %d %s", p, rounds, guard)
-			m := NewMutex(s, p)
-			before := s.waiterWakeups.Load()
-			for i := range rounds {
-				if err := m.Lock(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := s.Create(ctx, guard, nil, zk.FlagEphemeral, nil); err != nil {
-					if errors.Is(err, zk.ErrNodeExists) {
-						t.Fatalf("round %d: Go got the lock while kazoo was inside", i)
-					}
-					t.Fatal(err)
-				}
-				if err := s.Delete(ctx, guard, -1); err != nil {
-					t.Fatal(err)
-				}
-				if err := m.Unlock(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			py.expect(fmt.Sprintf("contended %d 0", rounds), 60*time.Second)
-			if s.waiterWakeups.Load() == before {
-				t.Error("Go never waited behind kazoo: the two did not contend")
-			}
+			lockContention(t, ctx, s, py, "kazoo", NewMutex(s, p))
 		})
 
 		t.Run("Election", func(t *testing.T) {

@@ -3,6 +3,7 @@ package recipe
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // linePeer is another implementation of the recipes (Curator in a JVM,
@@ -155,5 +158,48 @@ func lockHandoff(t *testing.T, ctx context.Context, s *Session, peer *linePeer, 
 	}
 	if err := m.Unlock(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lockContention has Go and a peer process (the line protocol's
+// "contend PATH ROUNDS GUARD") take the lock at path m.Path() in turn,
+// rounds times each, with an ephemeral guard node created inside: never
+// both inside at once. Go holds the lock while the peer starts and lets
+// go once the peer waits behind it, so that Go's next Lock waits behind
+// the peer however fast either side runs: the two contend by order.
+func lockContention(t *testing.T, ctx context.Context, s *Session, peer *linePeer, name string, m *Mutex) {
+	t.Helper()
+	p := m.Path()
+	guard := p + "-guard"
+	const rounds = 40
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	peer.send("contend %s %d %s", p, rounds, guard)
+	waitChildren(t, s, p, 2)
+	before := s.waiterWakeups.Load()
+	if err := m.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range rounds {
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Create(ctx, guard, nil, zk.FlagEphemeral, nil); err != nil {
+			if errors.Is(err, zk.ErrNodeExists) {
+				t.Fatalf("round %d: Go got the lock while %s was inside", i, name)
+			}
+			t.Fatal(err)
+		}
+		if err := s.Delete(ctx, guard, -1); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	peer.expect(fmt.Sprintf("contended %d 0", rounds), 60*time.Second)
+	if s.waiterWakeups.Load() == before {
+		t.Errorf("Go never waited behind %s: the two did not contend", name)
 	}
 }
