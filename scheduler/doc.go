@@ -19,6 +19,11 @@
 //     was taken over cannot publish.
 //   - A run whose result exists is done: every path checks result first.
 //
+// A job may wait for other jobs (Job.After): the master of its run waits,
+// before its first attempt, for the runs of the same run key of those
+// jobs, then runs or records the run Blocked (decideUpstream). The wait
+// changes nothing in the fencing below, which starts with the attempt.
+//
 // Jobs come from a YAML file (ParseJobs) and/or from
 // /scheduler/jobs/<job> (JSON). /scheduler/paused/<job> pauses a job and
 // /scheduler/triggers/<job>@<run-key> asks for a run now; both work for

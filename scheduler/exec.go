@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -20,7 +22,12 @@ import (
 const (
 	outputTailBytes = 4 << 10
 	maxResultData   = 256 << 10
-	killGrace       = 2 * time.Second // SIGTERM to SIGKILL of a timed-out group
+	// MaxUpstreamEnv bounds the result data passed in UpstreamEnv: more
+	// (or data holding a NUL byte) is in the file of UpstreamEnv+"_FILE"
+	// only. Linux refuses to start a program with one environment
+	// string over 128 KiB.
+	MaxUpstreamEnv = 32 << 10
+	killGrace      = 2 * time.Second // SIGTERM to SIGKILL of a timed-out group
 )
 
 // JobFunc is a job implemented in Go, registered with
@@ -34,6 +41,9 @@ type Run struct {
 	RunKey    string
 	Scheduled time.Time
 	Attempt   int
+	// Upstream are the results of the upstream runs (Job.After) the run
+	// waited for, by job.
+	Upstream map[string]Result
 }
 
 // outcome is one attempt's end.
@@ -150,24 +160,24 @@ func (sc *Scheduler) runFunc(ctx context.Context, p *plan, run Run, out io.Write
 // runCommand runs the job's command in its own process group, so that a
 // timeout or a stop kills everything it started, not only its shell.
 func runCommand(ctx context.Context, p *plan, run Run, out io.Writer) (data []byte, exitCode int, err error) {
-	rf, err := os.CreateTemp("", "shepherd-result-*")
+	dir, err := os.MkdirTemp("", "shepherd-run-*")
 	if err != nil {
 		return nil, -1, fmt.Errorf("result file: %w", err)
 	}
-	rfName := rf.Name()
-	rf.Close()
-	defer os.Remove(rfName)
+	defer os.RemoveAll(dir)
+	rfName := filepath.Join(dir, "result")
+	if err := os.WriteFile(rfName, nil, 0o600); err != nil {
+		return nil, -1, fmt.Errorf("result file: %w", err)
+	}
+	runEnv, err := commandEnv(run, rfName, dir)
+	if err != nil {
+		return nil, -1, err
+	}
 
 	cmd := exec.Command(p.Command, p.Args...)
 	cmd.Dir = p.Dir
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(os.Environ(),
-		"SHEPHERD_JOB="+run.Job,
-		"SHEPHERD_RUN_KEY="+run.RunKey,
-		"SHEPHERD_ATTEMPT="+strconv.Itoa(run.Attempt),
-		"SHEPHERD_SCHEDULED_TIME="+run.Scheduled.Format(time.RFC3339),
-		"SHEPHERD_RESULT_FILE="+rfName,
-	)
+	cmd.Env = append(os.Environ(), runEnv...)
 	for k, v := range p.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -223,4 +233,37 @@ func readResultFile(ctx context.Context, name string) ([]byte, error) {
 		return nil, nil
 	}
 	return data, nil
+}
+
+// commandEnv is the environment Shepherd gives a run's command (besides
+// the job's env): SHEPHERD_JOB, SHEPHERD_RUN_KEY, … and, for each
+// upstream run, UpstreamEnv(job) with its data (when at most
+// MaxUpstreamEnv bytes without a NUL), _FILE naming a file in dir
+// holding it, and _STATUS.
+func commandEnv(run Run, resultFile, dir string) ([]string, error) {
+	env := []string{
+		"SHEPHERD_JOB=" + run.Job,
+		"SHEPHERD_RUN_KEY=" + run.RunKey,
+		"SHEPHERD_ATTEMPT=" + strconv.Itoa(run.Attempt),
+		"SHEPHERD_SCHEDULED_TIME=" + run.Scheduled.Format(time.RFC3339),
+		"SHEPHERD_RESULT_FILE=" + resultFile,
+	}
+	jobs := make([]string, 0, len(run.Upstream))
+	for j := range run.Upstream {
+		jobs = append(jobs, j)
+	}
+	slices.Sort(jobs)
+	for _, j := range jobs {
+		r := run.Upstream[j]
+		v := UpstreamEnv(j)
+		f := filepath.Join(dir, "upstream-"+j)
+		if err := os.WriteFile(f, r.Data, 0o600); err != nil {
+			return nil, fmt.Errorf("upstream data file of %s: %w", j, err)
+		}
+		env = append(env, v+"_FILE="+f, v+"_STATUS="+string(r.Status))
+		if len(r.Data) <= MaxUpstreamEnv && !bytes.ContainsRune(r.Data, 0) {
+			env = append(env, v+"="+string(r.Data))
+		}
+	}
+	return env, nil
 }

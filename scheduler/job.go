@@ -37,6 +37,10 @@ const (
 	// has no StartingDeadline before the run counts as missed: a process
 	// stalled for longer must not start yesterday's run by surprise.
 	DefaultLateGrace = time.Minute
+	// DefaultUpstreamWait is how late a run of a job with After and no
+	// StartingDeadline may start: how long it waits for its upstream
+	// runs before it is recorded missed.
+	DefaultUpstreamWait = 24 * time.Hour
 	// MaxTakeovers is how many times a run is taken over after its master
 	// died, beyond the job's retries: a job that kills its host every
 	// time must not kill the whole cluster one host at a time.
@@ -86,7 +90,39 @@ type Job struct {
 	// HistoryLimit is how many finished runs are kept under
 	// /master_election/<job>. Zero: DefaultHistoryLimit.
 	HistoryLimit int `json:"historyLimit,omitempty" yaml:"historyLimit,omitempty"`
+	// After lists the jobs whose run of the same run key must have ended
+	// before a run of this job starts, as WhenUpstream says. Until then
+	// the run is waiting (RunInfo.Waiting), for at most its starting
+	// deadline (lateLimit).
+	After []Dependency `json:"after,omitempty" yaml:"after,omitempty"`
+	// WhenUpstream is how the upstream runs must have ended for a run to
+	// start: succeeded (the default: all of them), failed (at least one
+	// did not succeed) or any. Otherwise the run is recorded Blocked.
+	WhenUpstream Condition `json:"whenUpstream,omitempty" yaml:"whenUpstream,omitempty"`
 }
+
+// Dependency is one entry of Job.After.
+type Dependency struct {
+	// Job names the upstream job: its run of the same run key.
+	Job string `json:"job" yaml:"job"`
+}
+
+// Condition is Job.WhenUpstream.
+type Condition string
+
+// Conditions on the upstream runs of a job with After.
+const (
+	// UpstreamSucceeded: every upstream run succeeded.
+	UpstreamSucceeded Condition = "succeeded"
+	// UpstreamFailed: every upstream run ended and one at least did not
+	// succeed (a clean-up or alerting job).
+	UpstreamFailed Condition = "failed"
+	// UpstreamAny: every upstream run ended, however.
+	UpstreamAny Condition = "any"
+)
+
+// MaxUpstream bounds Job.After.
+const MaxUpstream = 32
 
 // Duration is a time.Duration written as Go writes durations ("90s",
 // "1h30m") in YAML and JSON.
@@ -116,6 +152,9 @@ func ParseJobs(data []byte) ([]Job, error) {
 			return nil, fmt.Errorf("%w: jobs[%d]: name %q is used twice", ErrInvalidJob, i, j.Name)
 		}
 		seen[j.Name] = true
+	}
+	if err := CheckCycles(f.Jobs); err != nil {
+		return nil, err
 	}
 	return f.Jobs, nil
 }
@@ -224,9 +263,15 @@ func compile(j Job) (*plan, error) {
 			return bad("env", "bad variable name %q", k)
 		}
 	}
+	if err := checkAfter(j); err != nil {
+		return nil, err
+	}
 	p := &plan{Job: j, sched: sched, loc: loc}
 	if p.ConcurrencyPolicy == "" {
 		p.ConcurrencyPolicy = Allow
+	}
+	if p.WhenUpstream == "" {
+		p.WhenUpstream = UpstreamSucceeded
 	}
 	if p.HistoryLimit == 0 {
 		p.HistoryLimit = DefaultHistoryLimit
@@ -347,10 +392,14 @@ func ParseRunKey(key string) (t time.Time, manual, ok bool) {
 	return time.Time{}, manual, false
 }
 
-// lateLimit is how late a run may start.
+// lateLimit is how late a run may start: its first attempt, after it
+// waited for its upstream runs if it has any.
 func (p *plan) lateLimit() time.Duration {
-	if p.StartingDeadline > 0 {
+	switch {
+	case p.StartingDeadline > 0:
 		return p.StartingDeadline.D()
+	case len(p.After) > 0:
+		return DefaultUpstreamWait
 	}
 	return DefaultLateGrace
 }

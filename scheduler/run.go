@@ -19,13 +19,32 @@ import (
 // stopped to publish its result before starting anyway.
 const replaceWait = 30 * time.Second
 
-// settle runs one run of p to its end on this scheduler: it either wins
-// the election and executes the run, or watches the master until the run
-// has a result — electing again when the master dies first. It returns
-// the result, which every scheduler thus learns. missedOnly records the
-// run as missed, if nobody has settled it yet, instead of running it.
-func (sc *Scheduler) settle(ctx context.Context, p *plan, key string, scheduled time.Time, missedOnly bool) (Result, error) {
-	s := sc.sess
+// runReq is a run to settle: the job, the run key, its scheduled time
+// and how it was asked for.
+type runReq struct {
+	p         *plan
+	key       string
+	scheduled time.Time
+	// missedOnly records the run as missed, if nobody has settled it
+	// yet, instead of running it.
+	missedOnly bool
+	// manual: asked for by a trigger (run-now), so never late.
+	manual bool
+}
+
+// waits reports whether the run waits for upstream runs: a run of a job
+// with After, unless it is a manual run of a key of its own
+// (manual-…), which no upstream job has.
+func (r runReq) waits() bool {
+	return len(r.p.After) > 0 && !strings.HasPrefix(r.key, ManualPrefix)
+}
+
+// settle runs one run to its end on this scheduler: it either wins the
+// election and executes the run, or watches the master until the run has
+// a result — electing again when the master dies first. It returns the
+// result, which every scheduler thus learns.
+func (sc *Scheduler) settle(ctx context.Context, req runReq) (Result, error) {
+	s, p, key, scheduled := sc.sess, req.p, req.key, req.scheduled
 	if err := s.Retry(ctx, func() error { return s.EnsurePath(ctx, RunPath(p.Name, key)) }); err != nil {
 		return Result{}, fmt.Errorf("scheduler: job %s run %s: %w", p.Name, key, err)
 	}
@@ -38,7 +57,7 @@ func (sc *Scheduler) settle(ctx context.Context, p *plan, key string, scheduled 
 			return Result{}, err
 		}
 		if won {
-			r, err := sc.master(ctx, p, key, scheduled, missedOnly)
+			r, err := sc.master(ctx, req)
 			if err != nil && !errors.Is(err, ErrNotMaster) && ctx.Err() == nil {
 				// The server kept failing us: let another scheduler try
 				// rather than hold the run until this session ends.
@@ -134,8 +153,8 @@ func (sc *Scheduler) watchMaster(ctx context.Context, job, key string) error {
 // master executes the run as its elected master and publishes the result.
 // It returns ErrNotMaster if the session ended before the result was
 // published.
-func (sc *Scheduler) master(ctx context.Context, p *plan, key string, scheduled time.Time, missedOnly bool) (Result, error) {
-	s := sc.sess
+func (sc *Scheduler) master(ctx context.Context, req runReq) (Result, error) {
+	s, p, key, scheduled := sc.sess, req.p, req.key, req.scheduled
 	job := p.Name
 	log := sc.log.With("job", job, "run", key)
 	// A master that lost its session may have published just before its
@@ -159,19 +178,33 @@ func (sc *Scheduler) master(ctx context.Context, p *plan, key string, scheduled 
 		return Result{}, sc.masterErr(runCtx, err)
 	}
 	base := Result{Version: 1, Job: job, RunKey: key, Scheduled: scheduled, Host: sc.host, Attempt: a.Attempts}
-	v := decideStart(p, key, scheduled, sc.now(), missedOnly, a)
+	v := decideStart(p, req.manual, scheduled, sc.now(), req.missedOnly, a)
 	if v.takeover {
 		sc.metrics.takeovers.WithLabelValues(job).Inc()
 	}
+	var upstream map[string]Result
 	switch {
 	case v.status != "":
 		base.Status, base.Error = v.status, v.err
 		return sc.publish(runCtx, p, base, aver)
 	case v.policy:
+		var r Result
+		var done bool
+		upstream, r, done, err = sc.awaitUpstream(runCtx, req, base, aver)
+		if err != nil || done {
+			return r, sc.stopErr(ctx, runCtx, job, key, err)
+		}
 		if r, done, err := sc.applyPolicy(runCtx, p, key, base, aver); done || err != nil {
 			return r, err
 		}
+	case req.waits():
+		// Taken over: the first master waited for the upstream runs
+		// before its attempt; their results are kept.
+		if upstream, err = sc.upstreamResults(runCtx, p, key); err != nil {
+			return Result{}, sc.masterErr(runCtx, err)
+		}
 	}
+	base.Upstream = upstreamStatus(upstream)
 	stopWatch := sc.watchCancel(runCtx, cancel, job, key)
 	defer stopWatch()
 	for {
@@ -186,7 +219,7 @@ func (sc *Scheduler) master(ctx context.Context, p *plan, key string, scheduled 
 			sc.resign(ctx, job, key)
 			return r, sc.masterErr(runCtx, err)
 		}
-		run := Run{Job: job, RunKey: key, Scheduled: scheduled, Attempt: a.Attempts}
+		run := Run{Job: job, RunKey: key, Scheduled: scheduled, Attempt: a.Attempts, Upstream: upstream}
 		log.Info("running", "attempt", a.Attempts)
 		o := sc.execute(runCtx, p, run, sc.logPath(job, key))
 		sc.metrics.duration.WithLabelValues(job).Observe(o.end.Sub(o.start).Seconds())
@@ -252,8 +285,9 @@ type startVerdict struct {
 // stored for the run (a), whether it is missed (first attempt later than
 // the job allows, or a missed run started only to be recorded), abandoned
 // (its masters died MaxTakeovers times past the first), or to be run.
-// It reads nothing and writes nothing.
-func decideStart(p *plan, key string, scheduled, now time.Time, missedOnly bool, a attempts) startVerdict {
+// A manual run (run-now) is never late. It reads nothing and writes
+// nothing.
+func decideStart(p *plan, manual bool, scheduled, now time.Time, missedOnly bool, a attempts) startVerdict {
 	if a.Attempts > 0 {
 		if died := a.Attempts - a.Failures; died >= 1+MaxTakeovers {
 			return startVerdict{status: Abandoned, err: fmt.Sprintf("its master died %d times", died), takeover: true}
@@ -263,7 +297,7 @@ func decideStart(p *plan, key string, scheduled, now time.Time, missedOnly bool,
 	switch late := now.Sub(scheduled); {
 	case missedOnly:
 		return startVerdict{status: Missed, err: "missed while no scheduler was up; only the latest missed run is started"}
-	case !isManual(key) && late > p.lateLimit():
+	case !manual && late > p.lateLimit():
 		return startVerdict{status: Missed, err: fmt.Sprintf("not started within %v of its scheduled time (%v late)", p.lateLimit(), late.Round(time.Second))}
 	}
 	return startVerdict{policy: true}
@@ -280,13 +314,27 @@ func decideAfterAttempt(p *plan, status Status, failures int) (publish bool, bac
 	return false, p.RetryBackoff.D() << min(failures, 16)
 }
 
-func isManual(key string) bool { return strings.HasPrefix(key, ManualPrefix) }
-
 // masterErr maps a failure during mastership: after a lost session it is
 // ErrNotMaster.
 func (sc *Scheduler) masterErr(runCtx context.Context, err error) error {
 	if err != nil && errors.Is(context.Cause(runCtx), ErrNotMaster) {
 		return ErrNotMaster
+	}
+	return err
+}
+
+// stopErr maps a failure of a master that has not started an attempt:
+// after a lost session it is ErrNotMaster; on shutdown (ctx ended) the
+// run is handed to another scheduler, as after an attempt.
+func (sc *Scheduler) stopErr(ctx, runCtx context.Context, job, key string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(context.Cause(runCtx), ErrNotMaster):
+		return ErrNotMaster
+	case ctx.Err() != nil:
+		sc.resign(context.WithoutCancel(ctx), job, key)
+		return ctx.Err()
 	}
 	return err
 }

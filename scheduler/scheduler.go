@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -89,6 +90,9 @@ func New(s *recipe.Session, opts Options) (*Scheduler, error) {
 			return nil, fmt.Errorf("%w: name %q is used twice", ErrInvalidJob, j.Name)
 		}
 		seen[j.Name] = true
+	}
+	if err := CheckCycles(opts.Jobs); err != nil {
+		return nil, err
 	}
 	if opts.Host == "" {
 		opts.Host, _ = os.Hostname()
@@ -411,6 +415,27 @@ func decideState(fileJobs []Job, raw storedState) (state, map[string]string) {
 		}
 		st.jobs[name], _ = compile(j)
 	}
+	// A stored job on a dependency cycle would wait for itself (a cycle
+	// that ctl job add refuses, made by two adds at once, or with a
+	// file job).
+	all := make([]Job, 0, len(st.jobs))
+	for _, p := range st.jobs {
+		all = append(all, p.Job)
+	}
+	g := upstreamOf(all)
+	var onCycle []string
+	for name := range raw.jobs {
+		if _, ok := st.jobs[name]; !ok || slices.ContainsFunc(fileJobs, func(j Job) bool { return j.Name == name }) {
+			continue
+		}
+		if c := cycleThrough(g, name); c != nil {
+			refused[JobPath(name)] = cycleError(c).Error()
+			onCycle = append(onCycle, name)
+		}
+	}
+	for _, name := range onCycle {
+		delete(st.jobs, name)
+	}
 	for _, name := range raw.paused {
 		st.paused[name] = true
 	}
@@ -500,7 +525,7 @@ func (sc *Scheduler) reconcile(ctx context.Context, loops map[string]*jobLoop, s
 		if err != nil {
 			scheduled = sc.now()
 		}
-		sc.start(ctx, p, key, scheduled, false, func() {
+		sc.start(ctx, runReq{p: p, key: key, scheduled: scheduled, manual: true}, func() {
 			err := sc.sess.Retry(ctx, func() error {
 				err := sc.sess.Delete(ctx, TriggersPath+"/"+trig, -1)
 				if errors.Is(err, zk.ErrNoNode) {
@@ -559,12 +584,13 @@ func (sc *Scheduler) fire(ctx, runCtx context.Context, p *plan, t time.Time, mis
 	if err == nil && t.After(m.LastScheduled) {
 		sc.writeMarker(ctx, p.Name, marker{LastScheduled: t}, ver)
 	}
-	sc.start(runCtx, p, key, t, missedOnly, nil)
+	sc.start(runCtx, runReq{p: p, key: key, scheduled: t, missedOnly: missedOnly}, nil)
 }
 
 // start settles a run in the background unless this scheduler already
 // does; then runs after.
-func (sc *Scheduler) start(ctx context.Context, p *plan, key string, t time.Time, missedOnly bool, after func()) {
+func (sc *Scheduler) start(ctx context.Context, req runReq, after func()) {
+	p, key := req.p, req.key
 	id := p.Name + "/" + key
 	sc.mu.Lock()
 	if sc.inflight[id] {
@@ -581,7 +607,7 @@ func (sc *Scheduler) start(ctx context.Context, p *plan, key string, t time.Time
 			delete(sc.inflight, id)
 			sc.mu.Unlock()
 		}()
-		r, err := sc.settle(ctx, p, key, t, missedOnly)
+		r, err := sc.settle(ctx, req)
 		if err != nil {
 			if ctx.Err() == nil {
 				sc.log.Error("run not settled", "job", p.Name, "run", key, "err", err)

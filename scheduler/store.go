@@ -70,6 +70,10 @@ func ResultPath(job, key string) string { return path.Join(RunPath(job, key), "r
 func attemptsPath(job, key string) string { return path.Join(RunPath(job, key), "attempts") }
 func cancelPath(job, key string) string   { return path.Join(RunPath(job, key), "cancel") }
 
+// waitingPath is the EPHEMERAL node of a run whose master waits for its
+// upstream runs; its data is a Waiting.
+func waitingPath(job, key string) string { return path.Join(RunPath(job, key), "waiting") }
+
 // Status is the outcome of a run.
 type Status string
 
@@ -82,6 +86,9 @@ const (
 	Skipped   Status = "skipped"  // forbid: an earlier run was still running
 	Replaced  Status = "replaced" // replace: a later run stopped it
 	Abandoned Status = "abandoned"
+	// Blocked: its upstream runs did not end as its whenUpstream
+	// requires (by default: one of them did not succeed).
+	Blocked Status = "blocked"
 )
 
 // Result is the outcome of a run, stored in .../result by its master.
@@ -104,6 +111,22 @@ type Result struct {
 	// Data is what the job wrote to $SHEPHERD_RESULT_FILE (or its Go
 	// function returned): the computed result shared with the cluster.
 	Data []byte `json:"data,omitempty"`
+	// Upstream is the status of each upstream run (Job.After) the run
+	// waited for, by job.
+	Upstream map[string]Status `json:"upstream,omitempty"`
+}
+
+// Waiting is the data of a run's waiting node: its master waits for the
+// runs of the same key of the jobs in Upstream.
+type Waiting struct {
+	Version int `json:"version"`
+	// Upstream are the jobs whose run has no result yet.
+	Upstream []string `json:"upstream"`
+	// Since is when the master began to wait; Until, when the run is
+	// recorded missed if it is still waiting (its starting deadline).
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	Host  string    `json:"host,omitempty"`
 }
 
 // attempts is the data of .../attempts.
@@ -164,6 +187,13 @@ func listRuns(ctx context.Context, s *recipe.Session, job string) ([]RunInfo, er
 		}); err != nil {
 			return nil, err
 		}
+		if ri.Running && !ok {
+			w, err := readWaiting(ctx, s, job, k)
+			if err != nil {
+				return nil, err
+			}
+			ri.Waiting = w
+		}
 		out = append(out, ri)
 	}
 	sortRuns(out)
@@ -176,5 +206,24 @@ type RunInfo struct {
 	RunKey    string    `json:"runKey"`
 	Scheduled time.Time `json:"scheduled,omitzero"` // zero until the run has a result
 	Running   bool      `json:"running"`            // a master holds the binding
-	Result    *Result   `json:"result,omitempty"`
+	// Waiting is set while the run's master waits for upstream runs
+	// (Job.After): the run is WAITING, not yet executing.
+	Waiting *Waiting `json:"waiting,omitempty"`
+	Result  *Result  `json:"result,omitempty"`
+}
+
+// readWaiting reads a run's waiting node: nil when it has none.
+func readWaiting(ctx context.Context, s *recipe.Session, job, key string) (*Waiting, error) {
+	data, _, err := s.Retrying().Get(ctx, waitingPath(job, key))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var w Waiting
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("scheduler: waiting node of %s/%s: %w", job, key, err)
+	}
+	return &w, nil
 }

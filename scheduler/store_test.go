@@ -70,11 +70,11 @@ func TestSettledRunNeverRunsAgain(t *testing.T) {
 		}
 		at := time.Now()
 		key := p.RunKey(at)
-		first, err := sc.settle(ctx, p, key, at, false)
+		first, err := sc.settle(ctx, runReq{p: p, key: key, scheduled: at})
 		if err != nil || first.Status != Succeeded {
 			t.Fatalf("first settle = %+v, %v; want succeeded", first, err)
 		}
-		again, err := sc.settle(ctx, p, key, at, false)
+		again, err := sc.settle(ctx, runReq{p: p, key: key, scheduled: at})
 		if err != nil || !again.Start.Equal(first.Start) || again.Host != first.Host {
 			t.Fatalf("second settle = %+v, %v; want the first result", again, err)
 		}
