@@ -38,14 +38,23 @@ func (r *runner) jobCommand() *cli.Command {
 				&cli.StringFlag{Name: "concurrency-policy", Usage: "allow, forbid or replace (default allow)"},
 				&cli.DurationFlag{Name: "starting-deadline", Usage: "how late a missed run may still start (0: missed runs are only recorded)"},
 				&cli.IntFlag{Name: "history-limit", Usage: "finished runs kept (default 10)"},
+				&cli.StringSliceFlag{Name: "after", Usage: "a job whose run of the same run key this job's run waits for (repeatable)"},
+				&cli.StringFlag{Name: "when-upstream", Usage: "how the upstream runs must have ended: succeeded, failed or any (default succeeded)"},
 			},
 			Action: r.jobAdd,
+		},
+		{
+			Name: "graph", Usage: "the jobs' dependencies (after), upstream jobs first",
+			Action: r.jobGraph,
 		},
 		{Name: "list", Usage: "every job a scheduler fires (stored, or in a running scheduler's --jobs file) with its latest run", Action: r.jobList},
 		{Name: "show", Usage: "a job's spec and runs", ArgsUsage: "job", Action: r.jobShow},
 		{
-			Name: "run-now", Usage: "run a job now, once, on one scheduler", ArgsUsage: "[--wait duration] job",
-			Flags:  []cli.Flag{&cli.DurationFlag{Name: "wait", Usage: "wait this long for the result and print it (exit 1 unless it succeeded)"}},
+			Name: "run-now", Usage: "run a job now, once, on one scheduler", ArgsUsage: "[--wait duration] [--run-key key] job",
+			Flags: []cli.Flag{
+				&cli.DurationFlag{Name: "wait", Usage: "wait this long for the result and print it (exit 1 unless it succeeded)"},
+				&cli.StringFlag{Name: "run-key", Usage: "run this run key (a date or a scheduled time: a backfill), after its upstream runs of that key; default a manual-… key of its own"},
+			},
 			Action: r.jobRunNow,
 		},
 		{Name: "pause", Usage: "stop firing a job on every scheduler", ArgsUsage: "job", Action: r.jobPause(true)},
@@ -58,15 +67,15 @@ func (r *runner) jobCommand() *cli.Command {
 	}
 	return &cli.Command{
 		Name:        "job",
-		Usage:       "manage scheduler jobs: add, list, show, run-now, pause, resume, rm, logs",
+		Usage:       "manage scheduler jobs: add, list, show, graph, run-now, pause, resume, rm, logs",
 		ArgsUsage:   "verb [args…]",
 		Description: "Jobs of `shepherd scheduler`, stored in /scheduler/jobs. See docs/scheduler.md.",
 		Subcommands: subs,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usagef("job: unknown verb %q: want add, list, show, run-now, pause, resume, rm or logs", c.Args().First())
+				return usagef("job: unknown verb %q: want add, list, show, graph, run-now, pause, resume, rm or logs", c.Args().First())
 			}
-			return usagef("job: missing verb: want add, list, show, run-now, pause, resume, rm or logs")
+			return usagef("job: missing verb: want add, list, show, graph, run-now, pause, resume, rm or logs")
 		},
 	}
 }
@@ -76,7 +85,7 @@ func jobError(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
-	if errors.Is(err, scheduler.ErrInvalidJob) || errors.Is(err, scheduler.ErrNoSuchJob) {
+	if errors.Is(err, scheduler.ErrInvalidJob) || errors.Is(err, scheduler.ErrNoSuchJob) || errors.Is(err, scheduler.ErrRunDone) {
 		return errors.New(strings.TrimPrefix(err.Error(), "scheduler: "))
 	}
 	return err
@@ -111,6 +120,10 @@ func (r *runner) jobAdd(c *cli.Context) error {
 			ConcurrencyPolicy: scheduler.Policy(c.String("concurrency-policy")),
 			StartingDeadline:  scheduler.Duration(c.Duration("starting-deadline")),
 			HistoryLimit:      c.Int("history-limit"),
+			WhenUpstream:      scheduler.Condition(c.String("when-upstream")),
+		}
+		for _, up := range c.StringSlice("after") {
+			j.After = append(j.After, scheduler.Dependency{Job: up})
 		}
 		for _, kv := range c.StringSlice("env") {
 			k, v, ok := strings.Cut(kv, "=")
@@ -132,6 +145,17 @@ func (r *runner) jobAdd(c *cli.Context) error {
 		return err
 	}
 	r.warnUnsecured(s, "schedulers refuse the job")
+	// A dependency cycle with the jobs the schedulers have is refused
+	// before anything is stored.
+	ctx, cancel := r.opCtx()
+	err = scheduler.NewAdmin(s).CheckGraph(ctx, jobs...)
+	cancel()
+	if errors.Is(err, scheduler.ErrInvalidJob) && c.String("file") == "" {
+		return usagef("job add: %v", jobError(err))
+	}
+	if err != nil {
+		return fmt.Errorf("job add: %w", jobError(err))
+	}
 	for _, j := range jobs {
 		ctx, cancel := r.opCtx()
 		err := r.storeJob(ctx, scheduler.NewAdmin(s), j)
@@ -206,7 +230,13 @@ func writeJobList(w io.Writer, jobs []scheduler.JobStatus) error {
 		if j.Error != "" {
 			status = "refused: " + j.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", j.Name, j.Job.Schedule, j.Source(), j.Paused, last, status, strings.Join(j.Running(), ","))
+		running := j.Running()
+		for i, key := range running {
+			if ri := j.Run(key); ri != nil && ri.Waiting != nil {
+				running[i] = key + " (waiting)"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", j.Name, j.Job.Schedule, j.Source(), j.Paused, last, status, strings.Join(running, ","))
 	}
 	return tw.Flush()
 }
@@ -256,6 +286,10 @@ func (r *runner) jobShow(c *cli.Context) error {
 	fmt.Fprintln(tw, "RUN KEY\tSTATUS\tATTEMPT\tHOST\tSTART\tDURATION\tERROR")
 	for _, ri := range slices.Backward(js.Runs) { // oldest first, as logs read
 		if ri.Result == nil {
+			if ri.Waiting != nil {
+				fmt.Fprintf(tw, "%s\twaiting\t\t%s\t\t\t%s\n", ri.RunKey, ri.Waiting.Host, waitingFor(ri.Waiting, r.env.Location))
+				continue
+			}
 			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", ri.RunKey, map[bool]string{true: "running", false: "pending"}[ri.Running])
 			continue
 		}
@@ -268,6 +302,62 @@ func (r *runner) jobShow(c *cli.Context) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", ri.RunKey, res.Status, res.Attempt, res.Host, start, dur, res.Error)
 	}
 	return tw.Flush()
+}
+
+// waitingFor words what a waiting run waits for.
+func waitingFor(w *scheduler.Waiting, loc *time.Location) string {
+	return fmt.Sprintf("for the runs of %s (missed after %s)", strings.Join(w.Upstream, ", "), w.Until.In(loc).Format(time.DateTime))
+}
+
+// jobGraph prints the jobs' dependency graph: one line per job, upstream
+// jobs first, with the jobs it waits for.
+func (r *runner) jobGraph(c *cli.Context) error {
+	_, s, err := r.argsSession(c, 0, 0)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	g, err := scheduler.NewAdmin(s).Graph(ctx)
+	if err != nil {
+		return jobError(err)
+	}
+	for _, cy := range g.Cycles {
+		r.warn("dependency cycle %s: its runs wait until their starting deadline; schedulers refuse the stored jobs on it", strings.Join(cy, " → "))
+	}
+	if r.json {
+		return writeJSON(r.env.Stdout, g)
+	}
+	return writeJobGraph(r.env.Stdout, g)
+}
+
+// writeJobGraph prints a Graph as text: each job indented by its level,
+// then what it waits for.
+func writeJobGraph(w io.Writer, g scheduler.Graph) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tAFTER\tWHEN\tDOWNSTREAM")
+	for _, j := range g.Jobs {
+		name := strings.Repeat("  ", max(j.Level, 0)) + j.Name
+		if j.Level < 0 {
+			name = j.Name + " (cycle)"
+		}
+		after := make([]string, 0, len(j.After))
+		for _, u := range j.After {
+			if slices.Contains(j.Unknown, u) {
+				u += " (no such job)"
+			}
+			after = append(after, u)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, dash(strings.Join(after, ", ")), dash(string(j.WhenUpstream)), dash(strings.Join(j.Downstream, ", ")))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func (r *runner) jobRunNow(c *cli.Context) error {
@@ -298,10 +388,13 @@ func (r *runner) jobRunNow(c *cli.Context) error {
 	}
 	var key string
 	if err == nil {
-		key, err = a.Trigger(ctx, args[0], time.Now())
+		key, err = a.TriggerRun(ctx, args[0], time.Now(), scheduler.RunRequest{RunKey: c.String("run-key")})
 		r.record("job.run", "job/"+args[0], nil, map[string]string{"runKey": key}, err)
 	}
 	cancel()
+	if errors.Is(err, scheduler.ErrInvalidJob) {
+		return usagef("job run-now: %v", jobError(err))
+	}
 	if err != nil {
 		return jobError(err)
 	}

@@ -270,3 +270,84 @@ func TestJobStoredUnderAnotherNameIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestJobDependencies: job add --after stores dependencies and refuses a
+// cycle (exit 2, naming the field, nothing stored; in a file, exit 1);
+// job graph prints upstream jobs first; a run-now --run-key of a
+// downstream job shows waiting in job show and job list until its
+// upstream run of that key ends, then runs.
+func TestJobDependencies(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		out := filepath.Join(t.TempDir(), "effects")
+		add := func(name string, extra ...string) result {
+			args := append([]string{"job", "add", "--schedule", "@yearly", "--env", "OUT=" + out}, extra...)
+			return runCtlAuth(t, conn, append(args, name, "--", "sh", "-c", `echo "$SHEPHERD_JOB $SHEPHERD_UPSTREAM_EXTRACT" >> "$OUT"; printf "$SHEPHERD_JOB" > "$SHEPHERD_RESULT_FILE"`)...)
+		}
+		for _, a := range [][]string{{"extract"}, {"transform", "--after", "extract"}, {"load", "--after", "transform", "--when-upstream", "any"}} {
+			if r := add(a[0], a[1:]...); r.code != 0 {
+				t.Fatalf("job add %v: %v", a, r)
+			}
+		}
+		if r := add("extract", "--after", "load"); r.code != ExitUsage || !strings.Contains(r.stderr, `job "extract": after: cycle extract → load → transform → extract`) {
+			t.Fatalf("job add closing a cycle: %v; want exit 2 naming the cycle", r)
+		}
+		cyc := filepath.Join(t.TempDir(), "jobs.yaml")
+		if err := os.WriteFile(cyc, []byte("jobs:\n- {name: extract, schedule: '@daily', command: 'true', after: [{job: load}]}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := runCtlAuth(t, conn, "job", "add", "--file", cyc); r.code != ExitFailure || !strings.Contains(r.stderr, "cycle") {
+			t.Fatalf("job add --file closing a cycle: %v; want exit 1 naming the cycle", r)
+		}
+		if got := mustCtlAuth(t, conn, "job", "show", "extract"); strings.Contains(got, "after") {
+			t.Fatalf("extract after refused adds:\n%s\nwant it unchanged", got)
+		}
+		graph := mustCtlAuth(t, conn, "job", "graph")
+		want := []string{"JOB", "extract", "  transform", "    load"}
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(graph), "\n") {
+			f := strings.Fields(l)
+			got = append(got, strings.Repeat(" ", len(l)-len(strings.TrimLeft(l, " ")))+f[0])
+		}
+		if !slices.Equal(got, want) || !strings.Contains(graph, "extract  ") || !strings.Contains(graph, "any") {
+			t.Fatalf("job graph:\n%s\nwant extract, transform, load indented by level", graph)
+		}
+		var g scheduler.Graph
+		if err := json.Unmarshal([]byte(mustCtlAuth(t, conn, "--json", "job", "graph")), &g); err != nil || len(g.Jobs) != 3 || g.Jobs[2].Level != 2 {
+			t.Fatalf("job graph --json: %+v (%v)", g, err)
+		}
+
+		startScheduler(t, conn)
+		const key = "2030-01-01"
+		if r := runCtlAuth(t, conn, "job", "run-now", "--run-key", key, "transform"); r.code != 0 || strings.TrimSpace(r.stdout) != key {
+			t.Fatalf("job run-now --run-key: %v", r)
+		}
+		coordtest.WaitFor(t, 30*time.Second, "transform waiting", func() error {
+			show := mustCtlAuth(t, conn, "job", "show", "transform")
+			list := mustCtlAuth(t, conn, "job", "list")
+			if !strings.Contains(show, "waiting") || !strings.Contains(show, "for the runs of extract") || !strings.Contains(list, key+" (waiting)") {
+				return fmt.Errorf("job show:\n%s\njob list:\n%s", show, list)
+			}
+			return nil
+		})
+		r := runCtlAuth(t, conn, "job", "run-now", "--run-key", key, "--wait", "30s", "extract")
+		if r.code != 0 {
+			t.Fatalf("job run-now extract: %v", r)
+		}
+		coordtest.WaitFor(t, 30*time.Second, "transform ran", func() error {
+			if show := mustCtlAuth(t, conn, "job", "show", "transform"); !strings.Contains(show, "succeeded") {
+				return fmt.Errorf("job show:\n%s", show)
+			}
+			return nil
+		})
+		if got, _ := os.ReadFile(out); string(got) != "extract \ntransform extract\n" {
+			t.Errorf("effects %q, want extract, then transform with extract's data", got)
+		}
+		if r := runCtlAuth(t, conn, "job", "run-now", "--run-key", key, "extract"); r.code != ExitFailure || !strings.Contains(r.stderr, "never run again") {
+			t.Errorf("run-now of a finished run key: %v; want exit 1", r)
+		}
+		if r := runCtlAuth(t, conn, "job", "run-now", "--run-key", "yesterday", "extract"); r.code != ExitUsage || !strings.Contains(r.stderr, "run key") {
+			t.Errorf("run-now of a bad run key: %v; want exit 2", r)
+		}
+	})
+}
