@@ -222,3 +222,31 @@ func mustJob(t testing.TB, js string) scheduler.Job {
 	}
 	return j
 }
+
+// TestJobDependenciesThroughTheAPI: the console refuses a job that closes
+// a dependency cycle (400 naming the field and the cycle, nothing
+// stored), as ctl job add does (the same Admin check); the edit form
+// shows a job's dependencies, so that saving it keeps them.
+func TestJobDependenciesThroughTheAPI(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	admin := c.as("admin")
+	if st, body := admin.do("POST", "/api/v1/jobs", `{"name":"a","schedule":"@daily","command":"true","after":[{"job":"b"}],"whenUpstream":"any"}`, nil); st != http.StatusCreated {
+		t.Fatalf("create a: %d %s", st, body)
+	}
+	st, body := admin.do("POST", "/api/v1/jobs", `{"name":"b","schedule":"@daily","command":"true","after":[{"job":"a"}]}`, nil)
+	if st != http.StatusBadRequest || !strings.Contains(body, `after: cycle b → a → b`) {
+		t.Fatalf("create b closing a cycle: %d %s; want 400 naming the cycle", st, body)
+	}
+	if _, err := scheduler.NewAdmin(c.session).LoadJob(t.Context(), "b"); err == nil {
+		t.Fatal("a refused job was stored")
+	}
+	if st, body := admin.do("POST", "/api/v1/jobs", `{"name":"b","schedule":"@daily","command":"true","whenUpstream":"failed"}`, nil); st != http.StatusBadRequest || !strings.Contains(body, "whenUpstream") {
+		t.Fatalf("create with whenUpstream and no after: %d %s; want 400 naming whenUpstream", st, body)
+	}
+	st, body = admin.do("GET", "/jobs/a/edit", nil, nil)
+	if st != 200 || !strings.Contains(body, `id="j-after" rows="3">b</textarea>`) || !strings.Contains(body, `<option selected>any</option>`) {
+		t.Fatalf("edit form of a: %d %s", st, body)
+	}
+}

@@ -382,7 +382,7 @@ type jobsPage struct {
 
 // gridStates are the states a run grid cell is coloured by.
 var gridStates = []string{string(scheduler.Succeeded), string(scheduler.Failed), string(scheduler.TimedOut), string(scheduler.Skipped),
-	string(scheduler.Missed), string(scheduler.Replaced), string(scheduler.Abandoned), "running", "pending"}
+	string(scheduler.Missed), string(scheduler.Replaced), string(scheduler.Abandoned), string(scheduler.Blocked), "waiting", "running", "pending"}
 
 // jobForm is the data of the job form: the job to edit (none for a new
 // one) with its environment values hidden, and the text of its
@@ -392,6 +392,7 @@ type jobForm struct {
 	Version *int32 // of the stored node; nil for a new job
 	Args    string // one a line
 	Env     string // NAME=value a line, values RedactedValue
+	After   string // upstream jobs, one a line
 }
 
 func newJobForm(j scheduler.Job, version *int32) jobForm {
@@ -401,7 +402,11 @@ func newJobForm(j scheduler.Job, version *int32) jobForm {
 		env = append(env, k+"="+v)
 	}
 	slices.Sort(env)
-	return jobForm{Job: j, Version: version, Args: strings.Join(j.Args, "\n"), Env: strings.Join(env, "\n")}
+	after := make([]string, len(j.After))
+	for i, d := range j.After {
+		after[i] = d.Job
+	}
+	return jobForm{Job: j, Version: version, Args: strings.Join(j.Args, "\n"), Env: strings.Join(env, "\n"), After: strings.Join(after, "\n")}
 }
 
 // auditPage is the data of the audit page: a stream's newest entries.

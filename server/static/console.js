@@ -208,7 +208,7 @@ function wireTaskForm() {
 function jobFromForm(form) {
   const f = new FormData(form);
   const j = {name: (f.get("name") || "").trim(), schedule: (f.get("schedule") || "").trim()};
-  for (const k of ["timeZone", "command", "func", "dir", "timeout", "retryBackoff", "concurrencyPolicy", "startingDeadline"]) {
+  for (const k of ["timeZone", "command", "func", "dir", "timeout", "retryBackoff", "concurrencyPolicy", "startingDeadline", "whenUpstream"]) {
     const v = (f.get(k) || "").trim();
     if (v) j[k] = v;
   }
@@ -226,6 +226,8 @@ function jobFromForm(form) {
     env[l.slice(0, i)] = l.slice(i + 1);
   }
   if (Object.keys(env).length) j.env = env;
+  const after = lines(f.get("after"));
+  if (after.length) j.after = after.map((job) => ({job: job}));
   return j;
 }
 
@@ -414,7 +416,11 @@ function showRuns(table, runs) {
     tb.className = "run";
     tb.id = "run-" + r.runKey;
     if (!r.result) {
-      tb.append(row([r.runKey, r.running ? "running" : "pending"], 1));
+      if (r.waiting) {
+        tb.append(row([r.runKey, "waiting", "", "", "", "", "for the runs of " + r.waiting.upstream.join(", ") + " (missed after " + utc(r.waiting.until) + ")"], 1));
+      } else {
+        tb.append(row([r.runKey, r.running ? "running" : "pending"], 1));
+      }
       return tb;
     }
     const head = row([r.runKey, r.result.status, r.result.host, utc(r.result.start), took(r.result), r.result.exitCode, ""], 1);
