@@ -225,12 +225,20 @@ type RunRequest struct {
 	// a result is never run again (ErrRunDone). Empty: a run of its own,
 	// "manual-<UTC time>", which waits for no upstream run.
 	RunKey string
+	// Params are the run's parameters, passed to the command as
+	// SHEPHERD_PARAM_<name> and recorded in its result (ValidateParams
+	// bounds them). They are stored in the coordination tree as the
+	// trigger and the result are: no secrets.
+	Params map[string]string
 }
 
 // TriggerRun is Trigger with a RunRequest.
 func (a *Admin) TriggerRun(ctx context.Context, name string, now time.Time, req RunRequest) (string, error) {
 	if !namePattern.MatchString(name) {
 		return "", fmt.Errorf("%w: job name %q", ErrInvalidJob, name)
+	}
+	if err := ValidateParams(req.Params); err != nil {
+		return "", err
 	}
 	s, key := a.s, ManualPrefix+now.UTC().Format(RunKeyLayout)
 	if req.RunKey != "" {
@@ -247,6 +255,11 @@ func (a *Admin) TriggerRun(ctx context.Context, name string, now time.Time, req 
 		}
 	}
 	data := []byte(now.Format(time.RFC3339Nano))
+	if len(req.Params) > 0 {
+		// A document: schedulers of versions before parameters read
+		// no time in it and run the job without them, at once.
+		data, _ = json.Marshal(triggerDoc{Version: 1, Scheduled: now, Params: req.Params})
+	}
 	err := s.Retry(ctx, func() error {
 		if err := s.EnsurePath(ctx, TriggersPath); err != nil {
 			return err

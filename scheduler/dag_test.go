@@ -78,7 +78,8 @@ func masterPID(t *testing.T, s *recipe.Session, job, key string) int {
 // killed -9 in the middle of their first attempts (held there by a file),
 // and a new scheduler joins after each kill. Every job's run executes to
 // its end exactly once, in dependency order, each downstream run with
-// its upstream's result data, the killed ones at attempt 2.
+// its upstream's result data, the killed ones at attempt 2 (extract's
+// with the parameters it was asked with).
 func TestDAGExactlyOnceOverMasterKills(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, connect string) {
 		dir := t.TempDir()
@@ -96,7 +97,7 @@ func TestDAGExactlyOnceOverMasterKills(t *testing.T) {
 		script := fmt.Sprintf(`echo "start $SHEPHERD_JOB $SHEPHERD_ATTEMPT" >> %[1]s
 [ -e "%[2]s/$SHEPHERD_JOB.$SHEPHERD_ATTEMPT" ] && exec sleep 60
 echo "done $SHEPHERD_JOB $SHEPHERD_ATTEMPT $SHEPHERD_UPSTREAM_EXTRACT$SHEPHERD_UPSTREAM_TRANSFORM" >> %[1]s
-echo "$SHEPHERD_JOB-$SHEPHERD_ATTEMPT" > "$SHEPHERD_RESULT_FILE"`, out, hold)
+echo "$SHEPHERD_JOB-$SHEPHERD_ATTEMPT$SHEPHERD_PARAM_batch" > "$SHEPHERD_RESULT_FILE"`, out, hold)
 		quoted, _ := json.Marshal(script)
 		jobs := fmt.Sprintf(`jobs:
 - {name: extract, schedule: "@yearly", command: sh, args: ["-c", %[1]s]}
@@ -118,7 +119,11 @@ echo "$SHEPHERD_JOB-$SHEPHERD_ATTEMPT" > "$SHEPHERD_RESULT_FILE"`, out, hold)
 		triggerKey(t, obs, "transform", key)
 		awaitWaiting(t, obs, "load", key, "transform")
 		awaitWaiting(t, obs, "transform", key, "extract")
-		triggerKey(t, obs, "extract", key)
+		// extract's parameter reaches its second attempt, on another
+		// scheduler, and through its data transform.
+		if _, err := NewAdmin(obs).TriggerRun(context.Background(), "extract", time.Now(), RunRequest{RunKey: key, Params: map[string]string{"batch": "b7"}}); err != nil {
+			t.Fatal(err)
+		}
 
 		for _, job := range []string{"extract", "transform"} {
 			coordtest.WaitFor(t, 30*time.Second, job+" attempt 1 started", func() error {
@@ -138,13 +143,13 @@ echo "$SHEPHERD_JOB-$SHEPHERD_ATTEMPT" > "$SHEPHERD_RESULT_FILE"`, out, hold)
 		}
 		for job, up := range map[string]string{"extract": "", "transform": "extract"} {
 			r := awaitResult(t, obs, job, key)
-			if r.Status != Succeeded || r.Attempt != 2 || (up != "" && r.Upstream[up] != Succeeded) {
+			if r.Status != Succeeded || r.Attempt != 2 || (up != "" && r.Upstream[up] != Succeeded) || (up == "") != (r.Params["batch"] == "b7") {
 				t.Errorf("%s: %+v, want succeeded at attempt 2", job, r)
 			}
 		}
 		want := []string{
 			"start_extract_1", "start_extract_2", "done_extract_2_",
-			"start_transform_1", "start_transform_2", "done_transform_2_extract-2",
+			"start_transform_1", "start_transform_2", "done_transform_2_extract-2b7",
 			"start_load_1", "done_load_1_transform-2",
 		}
 		if got := lines(t, out); !slices.Equal(got, want) {

@@ -20,6 +20,9 @@ var (
 	// ErrVersionConflict reports a conditional UpdateJob that found the
 	// stored job changed since the version the caller read.
 	ErrVersionConflict = errors.New("scheduler: stored job changed since it was read")
+	// ErrInvalidParams reports run parameters (run-now --param) out of
+	// bounds or of a bad name; the message names the parameter.
+	ErrInvalidParams = errors.New("scheduler: invalid run parameters")
 	// ErrRunDone reports a run-now of a run key that has a result: a
 	// run is never executed again.
 	ErrRunDone = errors.New("scheduler: run has a result")

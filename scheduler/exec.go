@@ -44,6 +44,8 @@ type Run struct {
 	// Upstream are the results of the upstream runs (Job.After) the run
 	// waited for, by job.
 	Upstream map[string]Result
+	// Params are the run's parameters (run-now --param), by name.
+	Params map[string]string
 }
 
 // outcome is one attempt's end.
@@ -236,7 +238,8 @@ func readResultFile(ctx context.Context, name string) ([]byte, error) {
 }
 
 // commandEnv is the environment Shepherd gives a run's command (besides
-// the job's env): SHEPHERD_JOB, SHEPHERD_RUN_KEY, … and, for each
+// the job's env): SHEPHERD_JOB, SHEPHERD_RUN_KEY, …, SHEPHERD_PARAM_<k>
+// of each parameter and, for each
 // upstream run, UpstreamEnv(job) with its data (when at most
 // MaxUpstreamEnv bytes without a NUL), _FILE naming a file in dir
 // holding it, and _STATUS.
@@ -248,6 +251,7 @@ func commandEnv(run Run, resultFile, dir string) ([]string, error) {
 		"SHEPHERD_SCHEDULED_TIME=" + run.Scheduled.Format(time.RFC3339),
 		"SHEPHERD_RESULT_FILE=" + resultFile,
 	}
+	env = append(env, paramEnv(run.Params)...)
 	jobs := make([]string, 0, len(run.Upstream))
 	for j := range run.Upstream {
 		jobs = append(jobs, j)

@@ -30,6 +30,8 @@ type runReq struct {
 	missedOnly bool
 	// manual: asked for by a trigger (run-now), so never late.
 	manual bool
+	// params are the run's parameters (run-now --param).
+	params map[string]string
 }
 
 // waits reports whether the run waits for upstream runs: a run of a job
@@ -177,7 +179,7 @@ func (sc *Scheduler) master(ctx context.Context, req runReq) (Result, error) {
 	if err != nil {
 		return Result{}, sc.masterErr(runCtx, err)
 	}
-	base := Result{Version: 1, Job: job, RunKey: key, Scheduled: scheduled, Host: sc.host, Attempt: a.Attempts}
+	base := Result{Version: 1, Job: job, RunKey: key, Scheduled: scheduled, Host: sc.host, Attempt: a.Attempts, Params: req.params}
 	v := decideStart(p, req.manual, scheduled, sc.now(), req.missedOnly, a)
 	if v.takeover {
 		sc.metrics.takeovers.WithLabelValues(job).Inc()
@@ -219,7 +221,7 @@ func (sc *Scheduler) master(ctx context.Context, req runReq) (Result, error) {
 			sc.resign(ctx, job, key)
 			return r, sc.masterErr(runCtx, err)
 		}
-		run := Run{Job: job, RunKey: key, Scheduled: scheduled, Attempt: a.Attempts, Upstream: upstream}
+		run := Run{Job: job, RunKey: key, Scheduled: scheduled, Attempt: a.Attempts, Upstream: upstream, Params: req.params}
 		log.Info("running", "attempt", a.Attempts)
 		o := sc.execute(runCtx, p, run, sc.logPath(job, key))
 		sc.metrics.duration.WithLabelValues(job).Observe(o.end.Sub(o.start).Seconds())

@@ -275,7 +275,7 @@ func (sc *Scheduler) info() SchedulerInfo {
 type state struct {
 	jobs     map[string]*plan
 	paused   map[string]bool
-	triggers map[string]string // trigger node name -> scheduled time (RFC 3339)
+	triggers map[string]triggerDoc // by trigger node name
 }
 
 // readState reads the stored jobs, paused jobs and triggers, watching
@@ -392,9 +392,10 @@ func (sc *Scheduler) readStored(ctx context.Context, kick chan struct{}) (stored
 // decideState is what the scheduler runs given its jobs file and the
 // stored tree, and what it refuses (path -> why): a stored job that does
 // not decode or names another job (decodeStoredJob), that a file job of
-// its name overrides, or that is untrusted; an untrusted trigger.
+// its name overrides, or that is untrusted; an untrusted trigger, or one
+// that does not decode (decodeTrigger: bad parameters).
 func decideState(fileJobs []Job, raw storedState) (state, map[string]string) {
-	st := state{jobs: map[string]*plan{}, paused: map[string]bool{}, triggers: map[string]string{}}
+	st := state{jobs: map[string]*plan{}, paused: map[string]bool{}, triggers: map[string]triggerDoc{}}
 	refused := map[string]string{}
 	for _, j := range fileJobs {
 		p, _ := compile(j) // validated by New
@@ -444,7 +445,12 @@ func decideState(fileJobs []Job, raw storedState) (state, map[string]string) {
 			refused[TriggersPath+"/"+name] = n.trust.Error()
 			continue
 		}
-		st.triggers[name] = string(n.data)
+		tr, err := decodeTrigger(n.data)
+		if err != nil {
+			refused[TriggersPath+"/"+name] = err.Error()
+			continue
+		}
+		st.triggers[name] = tr
 	}
 	return st, refused
 }
@@ -515,17 +521,13 @@ func (sc *Scheduler) reconcile(ctx context.Context, loops map[string]*jobLoop, s
 		}()
 		sc.log.Info("job scheduled", "job", name, "schedule", p.Schedule)
 	}
-	for trig, at := range st.triggers {
+	for trig, tr := range st.triggers {
 		job, key, ok := strings.Cut(trig, "@")
 		p := st.jobs[job]
 		if !ok || p == nil {
 			continue // another scheduler may know the job
 		}
-		scheduled, err := time.Parse(time.RFC3339Nano, at)
-		if err != nil {
-			scheduled = sc.now()
-		}
-		sc.start(ctx, runReq{p: p, key: key, scheduled: scheduled, manual: true}, func() {
+		sc.start(ctx, runReq{p: p, key: key, scheduled: tr.Scheduled, manual: true, params: tr.Params}, func() {
 			err := sc.sess.Retry(ctx, func() error {
 				err := sc.sess.Delete(ctx, TriggersPath+"/"+trig, -1)
 				if errors.Is(err, zk.ErrNoNode) {

@@ -114,6 +114,8 @@ type Result struct {
 	// Upstream is the status of each upstream run (Job.After) the run
 	// waited for, by job.
 	Upstream map[string]Status `json:"upstream,omitempty"`
+	// Params are the run's parameters (run-now --param).
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // Waiting is the data of a run's waiting node: its master waits for the
