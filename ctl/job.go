@@ -50,10 +50,11 @@ func (r *runner) jobCommand() *cli.Command {
 		{Name: "list", Usage: "every job a scheduler fires (stored, or in a running scheduler's --jobs file) with its latest run", Action: r.jobList},
 		{Name: "show", Usage: "a job's spec and runs", ArgsUsage: "job", Action: r.jobShow},
 		{
-			Name: "run-now", Usage: "run a job now, once, on one scheduler", ArgsUsage: "[--wait duration] [--run-key key] job",
+			Name: "run-now", Usage: "run a job now, once, on one scheduler", ArgsUsage: "[--wait duration] [--run-key key] [--param NAME=value]… job",
 			Flags: []cli.Flag{
 				&cli.DurationFlag{Name: "wait", Usage: "wait this long for the result and print it (exit 1 unless it succeeded)"},
 				&cli.StringFlag{Name: "run-key", Usage: "run this run key (a date or a scheduled time: a backfill), after its upstream runs of that key; default a manual-… key of its own"},
+				&cli.StringSliceFlag{Name: "param", Usage: "NAME=value passed to the run as $SHEPHERD_PARAM_NAME and recorded in its result (repeatable)"},
 			},
 			Action: r.jobRunNow,
 		},
@@ -85,7 +86,7 @@ func jobError(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
-	if errors.Is(err, scheduler.ErrInvalidJob) || errors.Is(err, scheduler.ErrNoSuchJob) || errors.Is(err, scheduler.ErrRunDone) {
+	if errors.Is(err, scheduler.ErrInvalidJob) || errors.Is(err, scheduler.ErrNoSuchJob) || errors.Is(err, scheduler.ErrRunDone) || errors.Is(err, scheduler.ErrInvalidParams) {
 		return errors.New(strings.TrimPrefix(err.Error(), "scheduler: "))
 	}
 	return err
@@ -369,6 +370,23 @@ func (r *runner) jobRunNow(c *cli.Context) error {
 	if wait < 0 {
 		return usagef("job run-now: --wait %v: must not be negative", wait)
 	}
+	var params map[string]string
+	for _, kv := range c.StringSlice("param") {
+		k, v, err := scheduler.ParseParam(kv)
+		if _, dup := params[k]; err == nil && dup {
+			err = fmt.Errorf("param %s given twice", k)
+		}
+		if err != nil {
+			return usagef("job run-now: %v", jobError(err))
+		}
+		if params == nil {
+			params = map[string]string{}
+		}
+		params[k] = v
+	}
+	if err := scheduler.ValidateParams(params); err != nil {
+		return usagef("job run-now: %v", jobError(err))
+	}
 	s, err := r.session()
 	if err != nil {
 		return err
@@ -388,8 +406,8 @@ func (r *runner) jobRunNow(c *cli.Context) error {
 	}
 	var key string
 	if err == nil {
-		key, err = a.TriggerRun(ctx, args[0], time.Now(), scheduler.RunRequest{RunKey: c.String("run-key")})
-		r.record("job.run", "job/"+args[0], nil, map[string]string{"runKey": key}, err)
+		key, err = a.TriggerRun(ctx, args[0], time.Now(), scheduler.RunRequest{RunKey: c.String("run-key"), Params: params})
+		r.record("job.run", "job/"+args[0], nil, map[string]any{"runKey": key, "params": params}, err)
 	}
 	cancel()
 	if errors.Is(err, scheduler.ErrInvalidJob) {

@@ -351,3 +351,37 @@ func TestJobDependencies(t *testing.T) {
 		}
 	})
 }
+
+// TestJobRunNowParams: run-now --param passes parameters to the run
+// (SHEPHERD_PARAM_<name>) and --json shows them in its result; bad ones
+// are usage errors naming the parameter, and leave no trigger.
+func TestJobRunNowParams(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "report", "--", "sh", "-c", `echo "day=$SHEPHERD_PARAM_day mode=$SHEPHERD_PARAM_mode"`)
+		startScheduler(t, conn)
+		r := runCtlAuth(t, conn, "--json", "job", "run-now", "--param", "day=2026-11-22", "--param", "mode=a=b", "--wait", "30s", "report")
+		var res scheduler.Result
+		if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil {
+			t.Fatalf("run-now --param: %v (%v)", r, err)
+		}
+		if res.Params["day"] != "2026-11-22" || res.Params["mode"] != "a=b" || !strings.Contains(res.Output, "day=2026-11-22 mode=a=b") {
+			t.Fatalf("result %+v, want the parameters recorded and in the output", res)
+		}
+		for _, tc := range []struct{ param, want string }{
+			{"novalue", `param "novalue": want NAME=value`},
+			{"a-b=1", `param "a-b"`},
+			{"v=" + strings.Repeat("x", scheduler.MaxParamValueBytes+1), "param v: value of 4097 bytes"},
+		} {
+			if r := runCtlAuth(t, conn, "job", "run-now", "--param", tc.param, "report"); r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("run-now --param %.20s: %v; want exit 2 mentioning %q", tc.param, r, tc.want)
+			}
+		}
+		if r := runCtlAuth(t, conn, "job", "run-now", "--param", "a=1", "--param", "a=2", "report"); r.code != ExitUsage || !strings.Contains(r.stderr, "given twice") {
+			t.Errorf("run-now with a parameter twice: %v", r)
+		}
+		if r := runCtlAuth(t, conn, "ls", scheduler.TriggersPath); r.code != 0 || r.stdout != "[]\n" {
+			t.Errorf("triggers after refused run-nows: %v", r)
+		}
+	})
+}
