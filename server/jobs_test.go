@@ -250,3 +250,45 @@ func TestJobDependenciesThroughTheAPI(t *testing.T) {
 		t.Fatalf("edit form of a: %d %s", st, body)
 	}
 }
+
+// TestJobRunWithParamsThroughTheAPI: POST /api/v1/jobs/{job}/run takes
+// the options of ctl job run-now — parameters, a run key — in an
+// optional body; bad ones are a 400 naming the parameter, and store no
+// trigger; the audit records the parameters.
+func TestJobRunWithParamsThroughTheAPI(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	if err := scheduler.NewAdmin(c.session).StoreJob(context.Background(), mustJob(t, jobJSON)); err != nil {
+		t.Fatal(err)
+	}
+	op := c.as("operator")
+	st, body := op.do("POST", "/api/v1/jobs/report/run", `{"params":{"day":"2026-11-22"},"runKey":"2026-11-22"}`, nil)
+	if st != http.StatusAccepted || !strings.Contains(body, `"runKey":"2026-11-22"`) {
+		t.Fatalf("run with params: %d %s", st, body)
+	}
+	data, _, err := c.session.Get(t.Context(), scheduler.TriggersPath+"/report@2026-11-22")
+	if err != nil || !strings.Contains(string(data), `"params":{"day":"2026-11-22"}`) {
+		t.Fatalf("trigger %s (%v), want the parameters", data, err)
+	}
+	if st, body := op.do("POST", "/api/v1/jobs/report/run", nil, nil); st != http.StatusAccepted {
+		t.Fatalf("run without a body: %d %s", st, body)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"params":{"a-b":"x"}}`, `param \"a-b\"`},
+		{`{"runKey":"tomorrow"}`, "run key"},
+		{`{"colour":"blue"}`, "colour"},
+	} {
+		if st, body := op.do("POST", "/api/v1/jobs/report/run", tc.body, nil); st != http.StatusBadRequest || !strings.Contains(body, tc.want) {
+			t.Errorf("run with %s: %d %s; want 400 mentioning %s", tc.body, st, body, tc.want)
+		}
+	}
+	kids, _, err := c.session.Children(t.Context(), scheduler.TriggersPath)
+	if err != nil || len(kids) != 2 {
+		t.Errorf("triggers %v (%v), want the two accepted", kids, err)
+	}
+	st, body = c.as("admin").do("GET", "/api/v1/audit", nil, nil)
+	if st != 200 || !strings.Contains(body, `"params":{"day":"2026-11-22"}`) {
+		t.Errorf("audit: %d %s; want the run's parameters", st, body)
+	}
+}

@@ -40,6 +40,20 @@ function wireActions() {
       }
     });
   }
+  onSubmit("run-form", async (f, form) => {
+    const body = {};
+    const params = {};
+    for (const l of lines(f.get("params"))) {
+      const i = l.indexOf("=");
+      if (i <= 0) throw new Error("param " + JSON.stringify(l) + ": want NAME=value");
+      params[l.slice(0, i)] = l.slice(i + 1);
+    }
+    if (Object.keys(params).length) body.params = params;
+    const key = (f.get("runKey") || "").trim();
+    if (key) body.runKey = key;
+    const {data} = await api("POST", "/api/v1/jobs/" + encodeURIComponent(form.dataset.job) + "/run", body);
+    flash("Done: run " + data.runKey);
+  });
   onSubmit("skip-form", async (f, form) => {
     const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(form.dataset.task) + "/skip-event", {confirm: f.get("confirm")});
     flash("Skipped to " + data.after.file + ":" + data.after.pos + "; start the task to resume");
@@ -437,6 +451,12 @@ function showRuns(table, runs) {
       const p = document.createElement("p");
       p.className = "err";
       p.textContent = r.result.error;
+      td.append(p);
+    }
+    if (r.result.params) {
+      const p = document.createElement("p");
+      p.className = "hint params";
+      p.textContent = "Parameters: " + Object.keys(r.result.params).sort().map((k) => k + "=" + r.result.params[k]).join(" ");
       td.append(p);
     }
     const pre = document.createElement(r.result.output ? "pre" : "p");
