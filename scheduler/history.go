@@ -82,7 +82,7 @@ func (sc *Scheduler) deleteRun(ctx context.Context, job, key string) error {
 		return err
 	})
 	if err == nil {
-		_ = removeFile(sc.logPath(job, key))
+		_ = removeFile(runUnit(job, key).logPath(sc.logDir))
 	}
 	return err
 }

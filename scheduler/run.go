@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -47,6 +46,7 @@ func (r runReq) waits() bool {
 // result, which every scheduler thus learns.
 func (sc *Scheduler) settle(ctx context.Context, req runReq) (Result, error) {
 	s, p, key, scheduled := sc.sess, req.p, req.key, req.scheduled
+	u := runUnit(p.Name, key)
 	if err := s.Retry(ctx, func() error { return s.EnsurePath(ctx, RunPath(p.Name, key)) }); err != nil {
 		return Result{}, fmt.Errorf("scheduler: job %s run %s: %w", p.Name, key, err)
 	}
@@ -54,7 +54,7 @@ func (sc *Scheduler) settle(ctx context.Context, req runReq) (Result, error) {
 		if r, ok, err := readResult(ctx, s, p.Name, key); err != nil || ok {
 			return r, err
 		}
-		won, err := sc.elect(ctx, p.Name, key, scheduled)
+		won, err := sc.elect(ctx, u, scheduled)
 		if err != nil {
 			return Result{}, err
 		}
@@ -63,7 +63,7 @@ func (sc *Scheduler) settle(ctx context.Context, req runReq) (Result, error) {
 			if err != nil && !errors.Is(err, ErrNotMaster) && ctx.Err() == nil {
 				// The server kept failing us: let another scheduler try
 				// rather than hold the run until this session ends.
-				sc.resign(ctx, p.Name, key)
+				sc.resign(ctx, u)
 			}
 			if err == nil || !errors.Is(err, ErrNotMaster) {
 				return r, err
@@ -75,21 +75,21 @@ func (sc *Scheduler) settle(ctx context.Context, req runReq) (Result, error) {
 			}
 			continue
 		}
-		if err := sc.watchMaster(ctx, p.Name, key); err != nil {
+		if err := sc.watchMaster(ctx, u); err != nil {
 			return Result{}, err
 		}
 	}
 }
 
-// elect tries to create the run's binding. A create whose reply was lost
+// elect tries to create the unit's binding. A create whose reply was lost
 // may have succeeded: a binding owned by our session is ours.
-func (sc *Scheduler) elect(ctx context.Context, job, key string, scheduled time.Time) (bool, error) {
+func (sc *Scheduler) elect(ctx context.Context, u unit, scheduled time.Time) (bool, error) {
 	s := sc.sess
 	data, _ := json.Marshal(binding{Version: 1, Host: sc.host, PID: sc.pid, Scheduled: scheduled})
 	err := s.Retry(ctx, func() error {
-		_, err := s.Create(ctx, BindingPath(job, key), data, zk.FlagEphemeral, nil)
+		_, err := s.Create(ctx, u.bindingPath(), data, zk.FlagEphemeral, nil)
 		if errors.Is(err, zk.ErrNodeExists) {
-			_, st, gerr := s.Get(ctx, BindingPath(job, key))
+			_, st, gerr := s.Get(ctx, u.bindingPath())
 			switch {
 			case errors.Is(gerr, zk.ErrNoNode):
 				return errRetryElect
@@ -103,13 +103,13 @@ func (sc *Scheduler) elect(ctx context.Context, job, key string, scheduled time.
 	})
 	switch {
 	case err == nil:
-		sc.metrics.elections.WithLabelValues(job, "won").Inc()
+		sc.metrics.elections.WithLabelValues(u.job, "won").Inc()
 		return true, nil
 	case errors.Is(err, zk.ErrNodeExists), errors.Is(err, errRetryElect):
-		sc.metrics.elections.WithLabelValues(job, "lost").Inc()
+		sc.metrics.elections.WithLabelValues(u.job, "lost").Inc()
 		return false, nil
 	}
-	return false, fmt.Errorf("scheduler: job %s run %s: elect: %w", job, key, err)
+	return false, fmt.Errorf("scheduler: %s: elect: %w", u, err)
 }
 
 var errRetryElect = errors.New("binding vanished")
@@ -123,22 +123,22 @@ type binding struct {
 	Scheduled time.Time `json:"scheduled"`
 }
 
-// watchMaster waits until the run's binding is gone (its master finished
-// or died) or its result exists.
-func (sc *Scheduler) watchMaster(ctx context.Context, job, key string) error {
+// watchMaster waits until the unit's binding is gone (its master
+// finished or died) or its result exists.
+func (sc *Scheduler) watchMaster(ctx context.Context, u unit) error {
 	s := sc.sess
 	for {
 		var rch <-chan zk.Event
-		ok, _, bch, err := s.Retrying().ExistsW(ctx, BindingPath(job, key))
+		ok, _, bch, err := s.Retrying().ExistsW(ctx, u.bindingPath())
 		if err != nil {
-			return fmt.Errorf("scheduler: job %s run %s: watch master: %w", job, key, err)
+			return fmt.Errorf("scheduler: %s: watch master: %w", u, err)
 		}
 		if !ok {
 			return nil
 		}
-		ok, _, rch, err = s.Retrying().ExistsW(ctx, ResultPath(job, key))
+		ok, _, rch, err = s.Retrying().ExistsW(ctx, u.resultPath())
 		if err != nil {
-			return fmt.Errorf("scheduler: job %s run %s: watch result: %w", job, key, err)
+			return fmt.Errorf("scheduler: %s: watch result: %w", u, err)
 		}
 		if ok {
 			return nil
@@ -152,30 +152,36 @@ func (sc *Scheduler) watchMaster(ctx context.Context, job, key string) error {
 	}
 }
 
+// mastership returns a context of the unit's mastership, which ends
+// (cause ErrNotMaster) when the session is lost: what it runs belongs
+// to this session.
+func (sc *Scheduler) mastership(ctx context.Context) (context.Context, context.CancelCauseFunc, func()) {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	stopListen := sc.sess.Listen(func(st recipe.State) {
+		if st == recipe.StateLost || st == recipe.StateClosed {
+			cancel(ErrNotMaster)
+		}
+	})
+	return runCtx, cancel, func() { stopListen(); cancel(nil) }
+}
+
 // master executes the run as its elected master and publishes the result.
 // It returns ErrNotMaster if the session ended before the result was
 // published.
 func (sc *Scheduler) master(ctx context.Context, req runReq) (Result, error) {
 	s, p, key, scheduled := sc.sess, req.p, req.key, req.scheduled
 	job := p.Name
-	log := sc.log.With("job", job, "run", key)
+	u := runUnit(job, key)
 	// A master that lost its session may have published just before its
 	// binding went away.
 	if r, ok, err := readResult(ctx, s, job, key); err != nil || ok {
-		sc.resign(ctx, job, key)
+		sc.resign(ctx, u)
 		return r, err
 	}
-	// The run belongs to this session: end it when the session is lost.
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopListen := s.Listen(func(st recipe.State) {
-		if st == recipe.StateLost || st == recipe.StateClosed {
-			cancel(ErrNotMaster)
-		}
-	})
-	defer stopListen()
+	runCtx, cancel, end := sc.mastership(ctx)
+	defer end()
 
-	a, aver, err := sc.readAttempts(runCtx, job, key)
+	a, aver, err := sc.readAttempts(runCtx, u)
 	if err != nil {
 		return Result{}, sc.masterErr(runCtx, err)
 	}
@@ -188,13 +194,13 @@ func (sc *Scheduler) master(ctx context.Context, req runReq) (Result, error) {
 	switch {
 	case v.status != "":
 		base.Status, base.Error = v.status, v.err
-		return sc.publish(runCtx, p, base, aver)
+		return sc.publish(runCtx, p, u, base, aver)
 	case v.policy:
 		var r Result
 		var done bool
 		upstream, r, done, err = sc.awaitUpstream(runCtx, req, base, aver)
 		if err != nil || done {
-			return r, sc.stopErr(ctx, runCtx, job, key, err)
+			return r, sc.stopErr(ctx, runCtx, u, err)
 		}
 		if r, done, err := sc.applyPolicy(runCtx, p, key, base, aver); done || err != nil {
 			return r, err
@@ -209,46 +215,61 @@ func (sc *Scheduler) master(ctx context.Context, req runReq) (Result, error) {
 	base.Upstream = upstreamStatus(upstream)
 	stopWatch := sc.watchCancel(runCtx, cancel, job, key)
 	defer stopWatch()
+	run := Run{Job: job, RunKey: key, Scheduled: scheduled, Upstream: upstream, Params: req.params}
+	return sc.runAttempts(ctx, runCtx, p, u, base, run, a, aver)
+}
+
+// runAttempts executes the attempts of u, whose master this scheduler
+// is, until one ends it — the job's retries, with backoff — and
+// publishes its result. a and aver are the attempts read when the
+// mastership began.
+func (sc *Scheduler) runAttempts(ctx, runCtx context.Context, p *plan, u unit, base Result, run Run, a attempts, aver int32) (Result, error) {
+	s := sc.sess
+	log := sc.log.With("job", u.job, "run", u.key)
+	if u.item >= 0 {
+		log = log.With("item", u.item)
+	}
+	var err error
 	for {
 		a.Attempts++
 		a.Host = sc.host
-		if aver, err = sc.writeAttempts(runCtx, job, key, a, aver); err != nil {
+		if aver, err = sc.writeAttempts(runCtx, u, a, aver); err != nil {
 			return Result{}, sc.masterErr(runCtx, err)
 		}
 		// A master that lost its session just before this one won may have
 		// published since the first check.
-		if r, ok, err := readResult(runCtx, s, job, key); err != nil || ok {
-			sc.resign(ctx, job, key)
+		if r, ok, err := readUnitResult(runCtx, s, u); err != nil || ok {
+			sc.resign(ctx, u)
 			return r, sc.masterErr(runCtx, err)
 		}
-		run := Run{Job: job, RunKey: key, Scheduled: scheduled, Attempt: a.Attempts, Upstream: upstream, Params: req.params}
+		run.Attempt = a.Attempts
 		log.Info("running", "attempt", a.Attempts)
-		o := sc.execute(runCtx, p, run, sc.logPath(job, key))
-		sc.metrics.duration.WithLabelValues(job).Observe(o.end.Sub(o.start).Seconds())
+		o := sc.execute(runCtx, p, run, u.logPath(sc.logDir))
+		sc.metrics.duration.WithLabelValues(u.job).Observe(o.end.Sub(o.start).Seconds())
 		if errors.Is(context.Cause(runCtx), ErrNotMaster) {
 			return Result{}, ErrNotMaster
 		}
 		if ctx.Err() != nil {
 			// Shutting down: hand the run to another scheduler (it counts
 			// this attempt) rather than record a failure it did not have.
-			sc.resign(context.WithoutCancel(ctx), job, key)
+			sc.resign(context.WithoutCancel(ctx), u)
 			return Result{}, ctx.Err()
 		}
 		r := base
 		r.Attempt, r.Status, r.ExitCode, r.Start, r.End, r.Output, r.Data = a.Attempts, o.status, o.exitCode, o.start, o.end, o.output, o.data
-		r.LogFile = sc.logPath(job, key)
+		r.LogFile = u.logPath(sc.logDir)
 		if o.err != nil {
 			r.Error = o.err.Error()
 		}
 		publish, wait := decideAfterAttempt(p, o.status, a.Failures)
 		if publish {
-			log.Info("run ended", "status", r.Status, "attempt", r.Attempt)
-			return sc.publish(runCtx, p, r, aver)
+			log.Info("ended", "status", r.Status, "attempt", r.Attempt)
+			return sc.publish(runCtx, p, u, r, aver)
 		}
 		// Recorded now, so that a master taking over during the backoff
 		// counts this failure against the retries.
 		a.Failures++
-		if aver, err = sc.writeAttempts(runCtx, job, key, a, aver); err != nil {
+		if aver, err = sc.writeAttempts(runCtx, u, a, aver); err != nil {
 			return Result{}, sc.masterErr(runCtx, err)
 		}
 		log.Warn("attempt failed; retrying", "attempt", a.Attempts, "status", o.status, "err", o.err, "backoff", wait)
@@ -261,11 +282,11 @@ func (sc *Scheduler) master(ctx context.Context, req runReq) (Result, error) {
 			case errors.Is(context.Cause(runCtx), ErrNotMaster):
 				return Result{}, ErrNotMaster
 			case ctx.Err() != nil:
-				sc.resign(context.WithoutCancel(ctx), job, key)
+				sc.resign(context.WithoutCancel(ctx), u)
 				return Result{}, ctx.Err()
 			}
 			r.Status, r.Error = Replaced, "stopped by a later run (concurrencyPolicy replace) while waiting to retry"
-			return sc.publish(runCtx, p, r, aver)
+			return sc.publish(runCtx, p, u, r, aver)
 		}
 	}
 }
@@ -327,23 +348,23 @@ func (sc *Scheduler) masterErr(runCtx context.Context, err error) error {
 
 // stopErr maps a failure of a master that has not started an attempt:
 // after a lost session it is ErrNotMaster; on shutdown (ctx ended) the
-// run is handed to another scheduler, as after an attempt.
-func (sc *Scheduler) stopErr(ctx, runCtx context.Context, job, key string, err error) error {
+// unit is handed to another scheduler, as after an attempt.
+func (sc *Scheduler) stopErr(ctx, runCtx context.Context, u unit, err error) error {
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(context.Cause(runCtx), ErrNotMaster):
 		return ErrNotMaster
 	case ctx.Err() != nil:
-		sc.resign(context.WithoutCancel(ctx), job, key)
+		sc.resign(context.WithoutCancel(ctx), u)
 		return ctx.Err()
 	}
 	return err
 }
 
-func (sc *Scheduler) readAttempts(ctx context.Context, job, key string) (attempts, int32, error) {
+func (sc *Scheduler) readAttempts(ctx context.Context, u unit) (attempts, int32, error) {
 	s := sc.sess
-	data, st, err := s.Retrying().Get(ctx, attemptsPath(job, key))
+	data, st, err := s.Retrying().Get(ctx, u.attemptsPath())
 	if errors.Is(err, zk.ErrNoNode) {
 		return attempts{Version: 1}, -1, nil
 	}
@@ -352,24 +373,24 @@ func (sc *Scheduler) readAttempts(ctx context.Context, job, key string) (attempt
 	}
 	var a attempts
 	if err := json.Unmarshal(data, &a); err != nil {
-		return attempts{}, 0, fmt.Errorf("scheduler: attempts of %s/%s: %w", job, key, err)
+		return attempts{}, 0, fmt.Errorf("scheduler: attempts of %s: %w", u, err)
 	}
 	return a, st.Version, nil
 }
 
 // writeAttempts stores a at version ver (-1: create) and returns the new
 // version. A conflict means another master took over: ErrNotMaster.
-func (sc *Scheduler) writeAttempts(ctx context.Context, job, key string, a attempts, ver int32) (int32, error) {
+func (sc *Scheduler) writeAttempts(ctx context.Context, u unit, a attempts, ver int32) (int32, error) {
 	s := sc.sess
 	a.Version = 1
 	data, _ := json.Marshal(a)
 	var nv int32
 	err := s.Retry(ctx, func() error {
 		if ver < 0 {
-			_, err := s.Create(ctx, attemptsPath(job, key), data, zk.FlagPersistent, nil)
+			_, err := s.Create(ctx, u.attemptsPath(), data, zk.FlagPersistent, nil)
 			if errors.Is(err, zk.ErrNodeExists) {
 				// Ours, if a lost reply hid our own create.
-				got, st, gerr := s.Get(ctx, attemptsPath(job, key))
+				got, st, gerr := s.Get(ctx, u.attemptsPath())
 				if gerr == nil && string(got) == string(data) && st.Version == 0 {
 					return nil
 				}
@@ -377,9 +398,9 @@ func (sc *Scheduler) writeAttempts(ctx context.Context, job, key string, a attem
 			}
 			return err
 		}
-		st, err := s.Set(ctx, attemptsPath(job, key), data, ver)
+		st, err := s.Set(ctx, u.attemptsPath(), data, ver)
 		if errors.Is(err, zk.ErrBadVersion) {
-			got, st2, gerr := s.Get(ctx, attemptsPath(job, key))
+			got, st2, gerr := s.Get(ctx, u.attemptsPath())
 			if gerr == nil && string(got) == string(data) && st2.Version == ver+1 {
 				nv = st2.Version
 				return nil
@@ -397,19 +418,20 @@ func (sc *Scheduler) writeAttempts(ctx context.Context, job, key string, a attem
 	return nv, err
 }
 
-// publish writes the result — only if .../attempts is still at the version
-// this master set, so that a master whose run was taken over cannot — and
-// gives up the binding.
-func (sc *Scheduler) publish(ctx context.Context, p *plan, r Result, aver int32) (Result, error) {
+// publish writes the unit's result — only if its attempts node is still
+// at the version this master set, so that a master whose run was taken
+// over cannot — and gives up the binding. For a run it then counts the
+// result and trims the job's history.
+func (sc *Scheduler) publish(ctx context.Context, p *plan, u unit, r Result, aver int32) (Result, error) {
 	s := sc.sess
 	r.Version = 1
 	data, _ := json.Marshal(r)
-	ops := []any{&zk.CreateRequest{Path: ResultPath(r.Job, r.RunKey), Data: data, Flags: zk.FlagPersistent}}
+	ops := []any{&zk.CreateRequest{Path: u.resultPath(), Data: data, Flags: zk.FlagPersistent}}
 	if aver >= 0 {
-		ops = append([]any{&zk.CheckVersionRequest{Path: attemptsPath(r.Job, r.RunKey), Version: aver}}, ops...)
+		ops = append([]any{&zk.CheckVersionRequest{Path: u.attemptsPath(), Version: aver}}, ops...)
 	} else {
 		// No attempt started: the binding must still be this session's.
-		ops = append([]any{&zk.CheckVersionRequest{Path: BindingPath(r.Job, r.RunKey), Version: 0}}, ops...)
+		ops = append([]any{&zk.CheckVersionRequest{Path: u.bindingPath(), Version: 0}}, ops...)
 	}
 	// Published even when ctx ended (shutdown after the command ended):
 	// the run happened and must not run again.
@@ -419,7 +441,7 @@ func (sc *Scheduler) publish(ctx context.Context, p *plan, r Result, aver int32)
 		_, err := s.Multi(pctx, ops...)
 		if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
 			// Our own earlier try may have gone through.
-			got, ok, rerr := readResult(pctx, s, r.Job, r.RunKey)
+			got, ok, rerr := readUnitResult(pctx, s, u)
 			if rerr == nil && ok && got.Host == r.Host && got.Attempt == r.Attempt && got.Start.Equal(r.Start) {
 				return nil
 			}
@@ -431,26 +453,28 @@ func (sc *Scheduler) publish(ctx context.Context, p *plan, r Result, aver int32)
 		if errors.Is(err, ErrNotMaster) {
 			return Result{}, ErrNotMaster
 		}
-		return Result{}, fmt.Errorf("scheduler: job %s run %s: publish result: %w", r.Job, r.RunKey, err)
+		return Result{}, fmt.Errorf("scheduler: %s: publish result: %w", u, err)
 	}
-	sc.metrics.runs.WithLabelValues(r.Job, string(r.Status)).Inc()
-	sc.resign(pctx, r.Job, r.RunKey)
-	sc.cleanup(pctx, p)
+	sc.resign(pctx, u)
+	if u.item < 0 {
+		sc.metrics.runs.WithLabelValues(r.Job, string(r.Status)).Inc()
+		sc.cleanup(pctx, p)
+	}
 	return r, nil
 }
 
 // resign deletes the binding, so that watchers look at the result now
 // rather than when the session ends.
-func (sc *Scheduler) resign(ctx context.Context, job, key string) {
+func (sc *Scheduler) resign(ctx context.Context, u unit) {
 	err := sc.sess.Retry(ctx, func() error {
-		err := sc.sess.Delete(ctx, BindingPath(job, key), 0)
+		err := sc.sess.Delete(ctx, u.bindingPath(), 0)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
 		return err
 	})
 	if err != nil {
-		sc.log.Warn("cannot delete binding; it goes with the session", "job", job, "run", key, "err", err)
+		sc.log.Warn("cannot delete binding; it goes with the session", "job", u.job, "run", u.key, "item", u.item, "err", err)
 	}
 }
 
@@ -497,7 +521,7 @@ func (sc *Scheduler) applyPolicy(ctx context.Context, p *plan, key string, base 
 	if p.ConcurrencyPolicy == Forbid {
 		base.Status = Skipped
 		base.Error = fmt.Sprintf("run %s was still running (concurrencyPolicy forbid)", active[0])
-		r, err := sc.publish(ctx, p, base, aver)
+		r, err := sc.publish(ctx, p, runUnit(p.Name, key), base, aver)
 		return r, true, err
 	}
 	s := sc.sess
@@ -516,7 +540,7 @@ func (sc *Scheduler) applyPolicy(ctx context.Context, p *plan, key string, base 
 	wctx, cancel := context.WithTimeout(ctx, replaceWait)
 	defer cancel()
 	for _, k := range active {
-		if err := sc.watchMaster(wctx, p.Name, k); err != nil && ctx.Err() == nil {
+		if err := sc.watchMaster(wctx, runUnit(p.Name, k)); err != nil && ctx.Err() == nil {
 			sc.log.Warn("replaced run did not stop in time; starting anyway", "job", p.Name, "run", k, "after", replaceWait)
 		}
 	}
@@ -552,11 +576,6 @@ func (sc *Scheduler) activeRuns(ctx context.Context, job, key string, scheduled 
 		}
 	}
 	return out, nil
-}
-
-// logPath is the local log file of a run.
-func (sc *Scheduler) logPath(job, key string) string {
-	return filepath.Join(sc.logDir, job, key+".log")
 }
 
 func (sc *Scheduler) awaitConnected(ctx context.Context) error {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -69,6 +71,57 @@ func ResultPath(job, key string) string { return path.Join(RunPath(job, key), "r
 
 func attemptsPath(job, key string) string { return path.Join(RunPath(job, key), "attempts") }
 func cancelPath(job, key string) string   { return path.Join(RunPath(job, key), "cancel") }
+
+// ItemsPath is the node of a sharded run's items, created by its master
+// when the items may start; its data is {"version", "shards"}.
+func ItemsPath(job, key string) string { return path.Join(RunPath(job, key), "items") }
+
+// ItemPath is the node of one item of a sharded run, with the binding,
+// attempts and result of the item as a run has them.
+func ItemPath(job, key string, item int) string {
+	return path.Join(ItemsPath(job, key), strconv.Itoa(item))
+}
+
+// workersPath holds an EPHEMERAL node per scheduler working on a sharded
+// run's items (<host>-<session id>), over which the items are spread.
+func workersPath(job, key string) string { return path.Join(RunPath(job, key), "workers") }
+
+// unit is what one election is held for: a run, or one item of a
+// sharded run (item ≥ 0). Each has a binding, attempts and a result,
+// below its own node, and the same fencing.
+type unit struct {
+	job, key string
+	item     int // -1: the run
+}
+
+func runUnit(job, key string) unit { return unit{job: job, key: key, item: -1} }
+
+func (u unit) path() string {
+	if u.item < 0 {
+		return RunPath(u.job, u.key)
+	}
+	return ItemPath(u.job, u.key, u.item)
+}
+
+func (u unit) bindingPath() string  { return path.Join(u.path(), "binding") }
+func (u unit) resultPath() string   { return path.Join(u.path(), "result") }
+func (u unit) attemptsPath() string { return path.Join(u.path(), "attempts") }
+
+// logPath is the local log file of the unit: <dir>/<job>/<run-key>.log,
+// <run-key>.item-<i>.log for an item.
+func (u unit) logPath(dir string) string {
+	if u.item < 0 {
+		return filepath.Join(dir, u.job, u.key+".log")
+	}
+	return filepath.Join(dir, u.job, fmt.Sprintf("%s.item-%d.log", u.key, u.item))
+}
+
+func (u unit) String() string {
+	if u.item < 0 {
+		return fmt.Sprintf("job %s run %s", u.job, u.key)
+	}
+	return fmt.Sprintf("job %s run %s item %d", u.job, u.key, u.item)
+}
 
 // waitingPath is the EPHEMERAL node of a run whose master waits for its
 // upstream runs; its data is a Waiting.
@@ -148,8 +201,14 @@ type marker struct {
 
 // readResult returns a run's result; found is false if it has none yet.
 func readResult(ctx context.Context, s *recipe.Session, job, key string) (r Result, found bool, err error) {
+	return readUnitResult(ctx, s, runUnit(job, key))
+}
+
+// readUnitResult returns a unit's result; found is false if it has none
+// yet.
+func readUnitResult(ctx context.Context, s *recipe.Session, u unit) (r Result, found bool, err error) {
 	var data []byte
-	data, _, err = s.Retrying().Get(ctx, ResultPath(job, key))
+	data, _, err = s.Retrying().Get(ctx, u.resultPath())
 	if errors.Is(err, zk.ErrNoNode) {
 		return Result{}, false, nil
 	}
@@ -157,7 +216,7 @@ func readResult(ctx context.Context, s *recipe.Session, job, key string) (r Resu
 		return Result{}, false, err
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
-		return Result{}, false, fmt.Errorf("scheduler: result of %s/%s: %w", job, key, err)
+		return Result{}, false, fmt.Errorf("scheduler: result of %s: %w", u, err)
 	}
 	return r, true, nil
 }

@@ -120,7 +120,7 @@ func (sc *Scheduler) awaitUpstream(ctx context.Context, req runReq, base Result,
 			cancel()
 			base.Status, base.Error = Blocked, why
 			sc.log.Info("run blocked by its upstream runs", "job", p.Name, "run", key, "why", why)
-			r, err := sc.publish(ctx, p, base, aver)
+			r, err := sc.publish(ctx, p, runUnit(p.Name, key), base, aver)
 			return nil, r, true, err
 		case !now.Before(until):
 			cancel()
@@ -128,7 +128,7 @@ func (sc *Scheduler) awaitUpstream(ctx context.Context, req runReq, base Result,
 			base.Error = fmt.Sprintf("waited for the upstream runs of %s: not ended within %v of its scheduled time (startingDeadline)",
 				strings.Join(missing, ", "), p.lateLimit())
 			sc.log.Info("run missed waiting for its upstream runs", "job", p.Name, "run", key, "waiting_for", missing)
-			r, err := sc.publish(ctx, p, base, aver)
+			r, err := sc.publish(ctx, p, runUnit(p.Name, key), base, aver)
 			return nil, r, true, err
 		}
 		if !slices.Equal(missing, shown) {
