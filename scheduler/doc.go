@@ -24,6 +24,10 @@
 // jobs, then runs or records the run Blocked (decideUpstream). The wait
 // changes nothing in the fencing below, which starts with the attempt.
 //
+// A sharded job's run (Job.Shards) is coordinated by its master; its
+// items are units of their own, elected, fenced and published exactly
+// as runs are (shard.go), by the schedulers working on the run.
+//
 // Jobs come from a YAML file (ParseJobs) and/or from
 // /scheduler/jobs/<job> (JSON). /scheduler/paused/<job> pauses a job and
 // /scheduler/triggers/<job>@<run-key> asks for a run now; both work for
@@ -43,5 +47,6 @@
 // # Concurrency
 //
 // Scheduler.mu guards the job table, in-flight runs and subscribers; it
-// is never held while calling the coordination server or a job.
+// is never held while calling the coordination server or a job. The
+// mutex of one run's work (its workers list) is never held with it.
 package scheduler

@@ -46,6 +46,9 @@ type Run struct {
 	Upstream map[string]Result
 	// Params are the run's parameters (run-now --param), by name.
 	Params map[string]string
+	// Shard is the item of a sharded run (Job.Shards) this attempt
+	// executes, of Shards; Shards is 0 for a job that is not sharded.
+	Shard, Shards int
 }
 
 // outcome is one attempt's end.
@@ -238,7 +241,8 @@ func readResultFile(ctx context.Context, name string) ([]byte, error) {
 }
 
 // commandEnv is the environment Shepherd gives a run's command (besides
-// the job's env): SHEPHERD_JOB, SHEPHERD_RUN_KEY, …, SHEPHERD_PARAM_<k>
+// the job's env): SHEPHERD_JOB, SHEPHERD_RUN_KEY, …, SHEPHERD_SHARD and
+// SHEPHERD_SHARDS for an item of a sharded run, SHEPHERD_PARAM_<k>
 // of each parameter and, for each
 // upstream run, UpstreamEnv(job) with its data (when at most
 // MaxUpstreamEnv bytes without a NUL), _FILE naming a file in dir
@@ -250,6 +254,9 @@ func commandEnv(run Run, resultFile, dir string) ([]string, error) {
 		"SHEPHERD_ATTEMPT=" + strconv.Itoa(run.Attempt),
 		"SHEPHERD_SCHEDULED_TIME=" + run.Scheduled.Format(time.RFC3339),
 		"SHEPHERD_RESULT_FILE=" + resultFile,
+	}
+	if run.Shards > 0 {
+		env = append(env, "SHEPHERD_SHARD="+strconv.Itoa(run.Shard), "SHEPHERD_SHARDS="+strconv.Itoa(run.Shards))
 	}
 	env = append(env, paramEnv(run.Params)...)
 	jobs := make([]string, 0, len(run.Upstream))

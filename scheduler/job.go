@@ -99,6 +99,11 @@ type Job struct {
 	// start: succeeded (the default: all of them), failed (at least one
 	// did not succeed) or any. Otherwise the run is recorded Blocked.
 	WhenUpstream Condition `json:"whenUpstream,omitempty" yaml:"whenUpstream,omitempty"`
+	// Shards, from 2 to MaxShards, splits each run into items 0..Shards-1
+	// spread over the schedulers that settle the run, each executed once
+	// (SHEPHERD_SHARD, SHEPHERD_SHARDS); the run succeeds when every item
+	// does. 0 or 1: not sharded.
+	Shards int `json:"shards,omitempty" yaml:"shards,omitempty"`
 }
 
 // Dependency is one entry of Job.After.
@@ -252,6 +257,8 @@ func compile(j Job) (*plan, error) {
 		return bad("startingDeadline", "negative")
 	case j.HistoryLimit < 0:
 		return bad("historyLimit", "negative")
+	case j.Shards < 0 || j.Shards > MaxShards:
+		return bad("shards", "%d: want 0 (not sharded) to %d", j.Shards, MaxShards)
 	}
 	switch j.ConcurrencyPolicy {
 	case "", Allow, Forbid, Replace:

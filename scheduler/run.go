@@ -43,12 +43,22 @@ func (r runReq) waits() bool {
 // settle runs one run to its end on this scheduler: it either wins the
 // election and executes the run, or watches the master until the run has
 // a result — electing again when the master dies first. It returns the
-// result, which every scheduler thus learns.
+// result, which every scheduler thus learns. For a sharded job it works
+// on the run's items meanwhile (work).
 func (sc *Scheduler) settle(ctx context.Context, req runReq) (Result, error) {
 	s, p, key, scheduled := sc.sess, req.p, req.key, req.scheduled
 	u := runUnit(p.Name, key)
 	if err := s.Retry(ctx, func() error { return s.EnsurePath(ctx, RunPath(p.Name, key)) }); err != nil {
 		return Result{}, fmt.Errorf("scheduler: job %s run %s: %w", p.Name, key, err)
+	}
+	if p.Shards > 1 {
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sc.work(wctx, req)
+		}()
+		defer func() { cancel(); <-done }()
 	}
 	for {
 		if r, ok, err := readResult(ctx, s, p.Name, key); err != nil || ok {
@@ -213,6 +223,9 @@ func (sc *Scheduler) master(ctx context.Context, req runReq) (Result, error) {
 		}
 	}
 	base.Upstream = upstreamStatus(upstream)
+	if p.Shards > 1 {
+		return sc.coordinate(ctx, runCtx, req, base, a, aver)
+	}
 	stopWatch := sc.watchCancel(runCtx, cancel, job, key)
 	defer stopWatch()
 	run := Run{Job: job, RunKey: key, Scheduled: scheduled, Upstream: upstream, Params: req.params}
@@ -363,7 +376,12 @@ func (sc *Scheduler) stopErr(ctx, runCtx context.Context, u unit, err error) err
 }
 
 func (sc *Scheduler) readAttempts(ctx context.Context, u unit) (attempts, int32, error) {
-	s := sc.sess
+	return loadAttempts(ctx, sc.sess, u)
+}
+
+// loadAttempts reads a unit's attempts and the version of their node (-1:
+// none yet).
+func loadAttempts(ctx context.Context, s *recipe.Session, u unit) (attempts, int32, error) {
 	data, st, err := s.Retrying().Get(ctx, u.attemptsPath())
 	if errors.Is(err, zk.ErrNoNode) {
 		return attempts{Version: 1}, -1, nil

@@ -169,6 +169,11 @@ type Result struct {
 	Upstream map[string]Status `json:"upstream,omitempty"`
 	// Params are the run's parameters (run-now --param).
 	Params map[string]string `json:"params,omitempty"`
+	// Shard is set in the result of an item of a sharded run: its number.
+	Shard *int `json:"shard,omitempty"`
+	// Items sum up the items of a sharded run, in the run's result. Its
+	// Attempt counts the run's coordinators; each item has its own.
+	Items []ItemSummary `json:"items,omitempty"`
 }
 
 // Waiting is the data of a run's waiting node: its master waits for the
@@ -255,6 +260,11 @@ func listRuns(ctx context.Context, s *recipe.Session, job string) ([]RunInfo, er
 			}
 			ri.Waiting = w
 		}
+		if !ok {
+			if ri.Items, err = readItems(ctx, s, job, k); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, ri)
 	}
 	sortRuns(out)
@@ -270,7 +280,10 @@ type RunInfo struct {
 	// Waiting is set while the run's master waits for upstream runs
 	// (Job.After): the run is WAITING, not yet executing.
 	Waiting *Waiting `json:"waiting,omitempty"`
-	Result  *Result  `json:"result,omitempty"`
+	// Items are the items of a sharded run whose items are open and
+	// which has no result yet (once it has, Result.Items).
+	Items  []ItemSummary `json:"items,omitempty"`
+	Result *Result       `json:"result,omitempty"`
 }
 
 // readWaiting reads a run's waiting node: nil when it has none.
