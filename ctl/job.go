@@ -40,6 +40,7 @@ func (r *runner) jobCommand() *cli.Command {
 				&cli.IntFlag{Name: "history-limit", Usage: "finished runs kept (default 10)"},
 				&cli.StringSliceFlag{Name: "after", Usage: "a job whose run of the same run key this job's run waits for (repeatable)"},
 				&cli.StringFlag{Name: "when-upstream", Usage: "how the upstream runs must have ended: succeeded, failed or any (default succeeded)"},
+				&cli.IntFlag{Name: "shards", Usage: "split each run into this many items, spread over the schedulers (SHEPHERD_SHARD, SHEPHERD_SHARDS)"},
 			},
 			Action: r.jobAdd,
 		},
@@ -122,6 +123,7 @@ func (r *runner) jobAdd(c *cli.Context) error {
 			StartingDeadline:  scheduler.Duration(c.Duration("starting-deadline")),
 			HistoryLimit:      c.Int("history-limit"),
 			WhenUpstream:      scheduler.Condition(c.String("when-upstream")),
+			Shards:            c.Int("shards"),
 		}
 		for _, up := range c.StringSlice("after") {
 			j.After = append(j.After, scheduler.Dependency{Job: up})
@@ -287,11 +289,13 @@ func (r *runner) jobShow(c *cli.Context) error {
 	fmt.Fprintln(tw, "RUN KEY\tSTATUS\tATTEMPT\tHOST\tSTART\tDURATION\tERROR")
 	for _, ri := range slices.Backward(js.Runs) { // oldest first, as logs read
 		if ri.Result == nil {
-			if ri.Waiting != nil {
+			switch {
+			case ri.Waiting != nil:
 				fmt.Fprintf(tw, "%s\twaiting\t\t%s\t\t\t%s\n", ri.RunKey, ri.Waiting.Host, waitingFor(ri.Waiting, r.env.Location))
-				continue
+			default:
+				fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t%s\n", ri.RunKey, map[bool]string{true: "running", false: "pending"}[ri.Running], itemsDone(ri.Items))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", ri.RunKey, map[bool]string{true: "running", false: "pending"}[ri.Running])
+			writeItems(tw, ri.Items, r.env.Location)
 			continue
 		}
 		res := ri.Result
@@ -301,8 +305,40 @@ func (r *runner) jobShow(c *cli.Context) error {
 			dur = res.End.Sub(res.Start).Round(time.Millisecond).String()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", ri.RunKey, res.Status, res.Attempt, res.Host, start, dur, res.Error)
+		writeItems(tw, res.Items, r.env.Location)
 	}
 	return tw.Flush()
+}
+
+// itemsDone words the progress of a sharded run's items.
+func itemsDone(items []scheduler.ItemSummary) string {
+	if len(items) == 0 {
+		return ""
+	}
+	n := 0
+	for _, it := range items {
+		if it.Status != "" {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d of %d items ended", n, len(items))
+}
+
+// writeItems prints the items of a sharded run under it, one a line.
+func writeItems(tw io.Writer, items []scheduler.ItemSummary, loc *time.Location) {
+	for _, it := range items {
+		status, start, dur := string(it.Status), "-", "-"
+		if status == "" {
+			status = map[bool]string{true: "running", false: "pending"}[it.Running]
+		}
+		if !it.Start.IsZero() {
+			start = it.Start.In(loc).Format(time.DateTime)
+			if !it.End.IsZero() {
+				dur = it.End.Sub(it.Start).Round(time.Millisecond).String()
+			}
+		}
+		fmt.Fprintf(tw, "  item %d\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Item, status, it.Attempt, it.Host, start, dur, it.Error)
+	}
 }
 
 // waitingFor words what a waiting run waits for.

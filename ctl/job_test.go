@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -387,5 +388,28 @@ func TestJobRunNowParams(t *testing.T) {
 			}
 			return nil
 		})
+	})
+}
+
+// TestJobShards: job add --shards stores a sharded job; job show lists
+// each item of its runs under the run.
+func TestJobShards(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		if r := runCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--shards", "300", "scan", "--", "true"); r.code != ExitUsage || !strings.Contains(r.stderr, "shards: 300") {
+			t.Fatalf("job add --shards 300: %v; want exit 2 naming shards", r)
+		}
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--shards", "3", "scan", "--", "sh", "-c", `echo "item $SHEPHERD_SHARD of $SHEPHERD_SHARDS"`)
+		startScheduler(t, conn)
+		r := runCtlAuth(t, conn, "job", "run-now", "--wait", "30s", "scan")
+		if r.code != 0 || !strings.Contains(r.stdout, "succeeded") {
+			t.Fatalf("job run-now --wait: %v", r)
+		}
+		show := mustCtlAuth(t, conn, "job", "show", "scan")
+		for i := range 3 {
+			if !regexp.MustCompile(fmt.Sprintf(`(?m)^  item %d +succeeded +1 +test `, i)).MatchString(show) {
+				t.Errorf("job show:\n%s\nwant item %d succeeded at attempt 1 on test", show, i)
+			}
+		}
 	})
 }
