@@ -226,7 +226,7 @@ function jobFromForm(form) {
     const v = (f.get(k) || "").trim();
     if (v) j[k] = v;
   }
-  for (const k of ["retries", "historyLimit"]) {
+  for (const k of ["retries", "historyLimit", "shards"]) {
     const v = (f.get(k) || "").trim();
     if (v) j[k] = /^-?\d+$/.test(v) ? Number(v) : v; // the server names a bad value
   }
@@ -451,6 +451,12 @@ function showRuns(table, runs) {
       const p = document.createElement("p");
       p.className = "err";
       p.textContent = r.result.error;
+      td.append(p);
+    }
+    if (r.result.items) {
+      const p = document.createElement("p");
+      p.className = "hint items";
+      p.textContent = "Items: " + r.result.items.map((it) => it.item + " " + it.status + " (attempt " + it.attempt + " on " + it.host + ")").join(", ");
       td.append(p);
     }
     if (r.result.params) {
