@@ -324,6 +324,10 @@ type JobStatus struct {
 	// scheduler fires its own. Environment values are not compared:
 	// they are not published.
 	Differs bool `json:"differs,omitempty"`
+	// FiredBy are the running schedulers that fire the job: those that
+	// have it (in their file, or stored) and whose labels match its
+	// nodeSelector.
+	FiredBy []string `json:"firedBy,omitempty"`
 	// Error is why the stored job is refused (does not decode, or names
 	// another job); Job then has only its name unless a file defines it.
 	Error  string `json:"error,omitempty"`
@@ -423,6 +427,7 @@ func (a *Admin) Jobs(ctx context.Context, runs int) ([]JobStatus, []SchedulerInf
 	addFileJobs(byName, scheds, "")
 	out := make([]JobStatus, 0, len(byName))
 	for _, js := range byName {
+		setFiredBy(js, scheds)
 		if err := a.fill(ctx, js, runs); err != nil {
 			return nil, nil, err
 		}
@@ -455,6 +460,7 @@ func (a *Admin) Job(ctx context.Context, name string, runs int) (JobStatus, erro
 		return js, err
 	}
 	addFileJobs(map[string]*JobStatus{name: &js}, scheds, name)
+	setFiredBy(&js, scheds)
 	if err := a.fill(ctx, &js, runs); err != nil {
 		return js, err
 	}
@@ -492,6 +498,25 @@ func addFileJobs(byName map[string]*JobStatus, scheds []SchedulerInfo, only stri
 			} else if !bytes.Equal(f, enc) {
 				js.Differs = true
 			}
+		}
+	}
+}
+
+// setFiredBy sets js.FiredBy from the running schedulers: each fires
+// its file's definition of the job if it has one, else the stored one,
+// if its labels match that definition's nodeSelector.
+func setFiredBy(js *JobStatus, scheds []SchedulerInfo) {
+	js.FiredBy = nil
+	for _, in := range scheds {
+		i := slices.IndexFunc(in.FileJobs, func(j Job) bool { return j.Name == js.Name })
+		switch {
+		case i >= 0 && Matches(in.FileJobs[i].NodeSelector, in.Labels):
+		case i < 0 && js.Stored && js.Error == "" && Matches(js.Job.NodeSelector, in.Labels):
+		default:
+			continue
+		}
+		if !slices.Contains(js.FiredBy, in.Host) {
+			js.FiredBy = append(js.FiredBy, in.Host)
 		}
 	}
 }

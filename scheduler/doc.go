@@ -28,6 +28,11 @@
 // items are units of their own, elected, fenced and published exactly
 // as runs are (shard.go), by the schedulers working on the run.
 //
+// A job's nodeSelector limits it to the schedulers whose labels match
+// (selectJobs); routing spread holds back the election of a scheduler
+// that ran one of the latest runs (awaitTurn), which orders the election
+// and changes nothing else.
+//
 // Jobs come from a YAML file (ParseJobs) and/or from
 // /scheduler/jobs/<job> (JSON). /scheduler/paused/<job> pauses a job and
 // /scheduler/triggers/<job>@<run-key> asks for a run now; both work for

@@ -23,6 +23,9 @@ var (
 	// ErrInvalidParams reports run parameters (run-now --param) out of
 	// bounds or of a bad name; the message names the parameter.
 	ErrInvalidParams = errors.New("scheduler: invalid run parameters")
+	// ErrInvalidLabels reports a scheduler's labels (--labels) of a bad
+	// form; the message names the label.
+	ErrInvalidLabels = errors.New("scheduler: invalid labels")
 	// ErrRunDone reports a run-now of a run key that has a result: a
 	// run is never executed again.
 	ErrRunDone = errors.New("scheduler: run has a result")

@@ -104,6 +104,13 @@ type Job struct {
 	// (SHEPHERD_SHARD, SHEPHERD_SHARDS); the run succeeds when every item
 	// does. 0 or 1: not sharded.
 	Shards int `json:"shards,omitempty" yaml:"shards,omitempty"`
+	// NodeSelector names labels (Options.Labels) a scheduler must all
+	// have, with these values, to fire the job. Empty: every scheduler.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty" yaml:"nodeSelector,omitempty"`
+	// Routing says which of the schedulers that fire the job runs a run:
+	// any (the default: the first to be elected) or spread (the runs go
+	// round them).
+	Routing Routing `json:"routing,omitempty" yaml:"routing,omitempty"`
 }
 
 // Dependency is one entry of Job.After.
@@ -264,6 +271,14 @@ func compile(j Job) (*plan, error) {
 	case "", Allow, Forbid, Replace:
 	default:
 		return bad("concurrencyPolicy", "%q: want allow, forbid or replace", j.ConcurrencyPolicy)
+	}
+	switch j.Routing {
+	case "", RouteAny, RouteSpread:
+	default:
+		return bad("routing", "%q: want any or spread", j.Routing)
+	}
+	if err := checkLabels("nodeSelector", j.NodeSelector); err != nil {
+		return nil, fmt.Errorf("%w: job %q: %v", ErrInvalidJob, j.Name, err)
 	}
 	for k := range j.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

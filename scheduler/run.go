@@ -60,9 +60,20 @@ func (sc *Scheduler) settle(ctx context.Context, req runReq) (Result, error) {
 		}()
 		defer func() { cancel(); <-done }()
 	}
+	var me string // this scheduler among the run's workers (routing spread)
+	defer func() {
+		if me != "" {
+			sc.leaveWorkers(context.WithoutCancel(ctx), p.Name, key, me)
+		}
+	}()
 	for {
 		if r, ok, err := readResult(ctx, s, p.Name, key); err != nil || ok {
 			return r, err
+		}
+		if p.Routing == RouteSpread {
+			if err := sc.awaitTurn(ctx, req, &me); err != nil {
+				return Result{}, err
+			}
 		}
 		won, err := sc.elect(ctx, u, scheduled)
 		if err != nil {

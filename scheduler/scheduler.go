@@ -54,6 +54,9 @@ type Options struct {
 	// Registerer, if set, gets the scheduler's Prometheus metrics
 	// (shepherd_scheduler_*).
 	Registerer prometheus.Registerer
+	// Labels are this scheduler's labels: it fires only the jobs whose
+	// nodeSelector they match (--labels). Published with it.
+	Labels map[string]string
 }
 
 // Scheduler fires jobs on their schedules and runs each run exactly once
@@ -76,6 +79,9 @@ type Scheduler struct {
 	subs     map[int]chan Result
 	nextSub  int
 	inflight map[string]bool // job + "/" + run key settling here
+	// elsewhere are the jobs whose nodeSelector this scheduler does not
+	// match.
+	elsewhere map[string]bool
 }
 
 // New returns a Scheduler over s. It checks the file jobs; a bad one is
@@ -93,6 +99,9 @@ func New(s *recipe.Session, opts Options) (*Scheduler, error) {
 	}
 	if err := CheckCycles(opts.Jobs); err != nil {
 		return nil, err
+	}
+	if err := checkLabels("labels", opts.Labels); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidLabels, err)
 	}
 	if opts.Host == "" {
 		opts.Host, _ = os.Hostname()
@@ -262,7 +271,7 @@ const leaveTimeout = 5 * time.Second
 // environment variables left out, since a jobs file may carry secrets that
 // were never meant for the coordination service.
 func (sc *Scheduler) info() SchedulerInfo {
-	in := SchedulerInfo{Version: 1, Host: sc.host, PID: sc.pid, Started: sc.now().UTC(), JobsFile: sc.opts.JobsFile, FileJobs: []Job{}}
+	in := SchedulerInfo{Version: 1, Host: sc.host, PID: sc.pid, Started: sc.now().UTC(), JobsFile: sc.opts.JobsFile, FileJobs: []Job{}, Labels: sc.opts.Labels}
 	for _, j := range sc.opts.Jobs {
 		j = j.withEnv(func(string) string { return RedactedEnv })
 		j.Version = 1
@@ -289,7 +298,30 @@ func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, 
 	}
 	st, refused := decideState(sc.opts.Jobs, raw)
 	sc.setRefused(refused)
+	sc.selectJobs(st)
 	return st, nil
+}
+
+// selectJobs leaves out of st the jobs whose nodeSelector this
+// scheduler's labels do not match: it neither fires them nor answers
+// their triggers. A change of that set is logged.
+func (sc *Scheduler) selectJobs(st state) {
+	elsewhere := map[string]bool{}
+	for name, p := range st.jobs {
+		if !Matches(p.NodeSelector, sc.opts.Labels) {
+			elsewhere[name] = true
+			delete(st.jobs, name)
+		}
+	}
+	sc.mu.Lock()
+	old := sc.elsewhere
+	sc.elsewhere = elsewhere
+	sc.mu.Unlock()
+	for name := range elsewhere {
+		if !old[name] {
+			sc.log.Info("job not for this scheduler: its nodeSelector does not match the labels", "job", name, "labels", sc.opts.Labels)
+		}
+	}
 }
 
 // storedNode is a node of the scheduler's tree as read: its data, and

@@ -221,6 +221,9 @@ func (sc *Scheduler) coordinate(ctx, runCtx context.Context, req runReq, base Re
 func (sc *Scheduler) work(ctx context.Context, req runReq) {
 	job, key, n := req.p.Name, req.key, req.p.Shards
 	log := sc.log.With("job", job, "run", key)
+	// reg is this scheduler's worker node, of this loop alone; the item
+	// goroutines read the spread (workers, me) under mu.
+	var reg string
 	var (
 		mu      sync.Mutex
 		workers []string
@@ -236,8 +239,8 @@ func (sc *Scheduler) work(ctx context.Context, req runReq) {
 	ended := make(chan int, n)
 	defer func() {
 		wg.Wait()
-		if me != "" {
-			sc.leaveWorkers(context.WithoutCancel(ctx), job, key, me)
+		if reg != "" {
+			sc.leaveWorkers(context.WithoutCancel(ctx), job, key, reg)
 		}
 	}()
 	for ctx.Err() == nil {
@@ -255,7 +258,7 @@ func (sc *Scheduler) work(ctx context.Context, req runReq) {
 				}
 			}()
 		}
-		finished, open, names, err := sc.workRound(wctx, job, key, &me, forward)
+		finished, open, names, err := sc.workRound(wctx, job, key, &reg, forward)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Warn("cannot read the run's items or workers; trying again", "err", err)
@@ -264,7 +267,7 @@ func (sc *Scheduler) work(ctx context.Context, req runReq) {
 			return
 		case open:
 			mu.Lock()
-			workers = names
+			workers, me = names, reg
 			mine := assignItems(n, workers, me)
 			mu.Unlock()
 			for _, i := range mine {
@@ -317,25 +320,8 @@ func (sc *Scheduler) workRound(ctx context.Context, job, key string, me *string,
 		return ok, false, nil, err
 	}
 	forward(ch)
-	member := fmt.Sprintf("%s-%x", sc.host, s.ID())
-	if member != *me {
-		if *me != "" {
-			sc.leaveWorkers(ctx, job, key, *me)
-		}
-		err := s.Retry(ctx, func() error {
-			if err := s.EnsurePath(ctx, workersPath(job, key)); err != nil {
-				return err
-			}
-			_, err := s.Create(ctx, workersPath(job, key)+"/"+member, nil, zk.FlagEphemeral, nil)
-			if errors.Is(err, zk.ErrNodeExists) {
-				return nil // our own create, whose reply was lost
-			}
-			return err
-		})
-		if err != nil {
-			return false, false, nil, err
-		}
-		*me = member
+	if err := sc.joinRun(ctx, job, key, me); err != nil {
+		return false, false, nil, err
 	}
 	ok, _, ch, err = s.Retrying().ExistsW(ctx, ItemsPath(job, key))
 	if err != nil {

@@ -49,6 +49,9 @@ type SchedulerInfo struct {
 	PID      int       `json:"pid"`
 	Started  time.Time `json:"started"`
 	JobsFile string    `json:"jobsFile,omitempty"`
+	// Labels are its labels (Options.Labels), which jobs' nodeSelector
+	// match.
+	Labels map[string]string `json:"labels,omitempty"`
 	// FileJobs are the jobs of its jobs file, each environment value
 	// replaced by RedactedEnv.
 	FileJobs []Job `json:"fileJobs"`
