@@ -41,6 +41,8 @@ func (r *runner) jobCommand() *cli.Command {
 				&cli.StringSliceFlag{Name: "after", Usage: "a job whose run of the same run key this job's run waits for (repeatable)"},
 				&cli.StringFlag{Name: "when-upstream", Usage: "how the upstream runs must have ended: succeeded, failed or any (default succeeded)"},
 				&cli.IntFlag{Name: "shards", Usage: "split each run into this many items, spread over the schedulers (SHEPHERD_SHARD, SHEPHERD_SHARDS)"},
+				&cli.StringSliceFlag{Name: "node-selector", Usage: "key=value a scheduler's --labels must have to fire the job (repeatable; all must match)"},
+				&cli.StringFlag{Name: "routing", Usage: "which of those schedulers runs a run: any (default) or spread (the runs go round them)"},
 			},
 			Action: r.jobAdd,
 		},
@@ -124,6 +126,17 @@ func (r *runner) jobAdd(c *cli.Context) error {
 			HistoryLimit:      c.Int("history-limit"),
 			WhenUpstream:      scheduler.Condition(c.String("when-upstream")),
 			Shards:            c.Int("shards"),
+			Routing:           scheduler.Routing(c.String("routing")),
+		}
+		for _, kv := range c.StringSlice("node-selector") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return usagef("job add: --node-selector %q: want key=value", kv)
+			}
+			if j.NodeSelector == nil {
+				j.NodeSelector = map[string]string{}
+			}
+			j.NodeSelector[k] = v
 		}
 		for _, up := range c.StringSlice("after") {
 			j.After = append(j.After, scheduler.Dependency{Job: up})
@@ -278,6 +291,12 @@ func (r *runner) jobShow(c *cli.Context) error {
 		fmt.Fprintf(w, "%s is not stored in %s and no running scheduler has it in its jobs file\n", args[0], scheduler.JobsPath)
 	}
 	fmt.Fprintf(w, "paused: %v\n", js.Paused)
+	switch {
+	case len(js.FiredBy) > 0:
+		fmt.Fprintf(w, "fired by: %s\n", strings.Join(js.FiredBy, ", "))
+	case len(js.Job.NodeSelector) > 0:
+		r.warn("job %s: no running scheduler has labels matching its nodeSelector %v; nothing runs it", js.Name, js.Job.NodeSelector)
+	}
 	if len(js.Next) > 0 {
 		next := make([]string, len(js.Next))
 		for i, t := range js.Next {

@@ -128,7 +128,13 @@ func startScheduler(t *testing.T, conn string) {
 // when the test ends or stop is called.
 func startFileScheduler(t *testing.T, conn, host, jobsFile string) (stop func()) {
 	t.Helper()
-	opts := scheduler.Options{Host: host, LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), Resync: time.Second}
+	return startLabeledScheduler(t, conn, host, jobsFile, nil)
+}
+
+// startLabeledScheduler is startFileScheduler with labels (--labels).
+func startLabeledScheduler(t *testing.T, conn, host, jobsFile string, labels map[string]string) (stop func()) {
+	t.Helper()
+	opts := scheduler.Options{Host: host, LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), Resync: time.Second, Labels: labels}
 	if jobsFile != "" {
 		data, err := os.ReadFile(jobsFile)
 		if err != nil {
@@ -410,6 +416,37 @@ func TestJobShards(t *testing.T) {
 			if !regexp.MustCompile(fmt.Sprintf(`(?m)^  item %d +succeeded +1 +test `, i)).MatchString(show) {
 				t.Errorf("job show:\n%s\nwant item %d succeeded at attempt 1 on test", show, i)
 			}
+		}
+	})
+}
+
+// TestJobNodeSelector: job add --node-selector and --routing store them;
+// job show says which schedulers fire the job, or warns that none does;
+// a run goes to a matching scheduler.
+func TestJobNodeSelector(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		if r := runCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--routing", "round", "x", "--", "true"); r.code != ExitUsage || !strings.Contains(r.stderr, "routing") {
+			t.Fatalf("job add --routing round: %v; want exit 2 naming routing", r)
+		}
+		if r := runCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--node-selector", "role", "x", "--", "true"); r.code != ExitUsage || !strings.Contains(r.stderr, "--node-selector") {
+			t.Fatalf("job add --node-selector role: %v; want exit 2", r)
+		}
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--node-selector", "role=batch", "--routing", "spread", "batch", "--", "true")
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--node-selector", "gpu=true", "gpu", "--", "true")
+		startLabeledScheduler(t, conn, "web", "", map[string]string{"role": "web"})
+		startLabeledScheduler(t, conn, "b1", "", map[string]string{"role": "batch"})
+		coordtest.WaitFor(t, 30*time.Second, "b1 fires batch", func() error {
+			if got := mustCtlAuth(t, conn, "job", "show", "batch"); !strings.Contains(got, "fired by: b1\n") || !strings.Contains(got, `"routing": "spread"`) {
+				return fmt.Errorf("job show:\n%s", got)
+			}
+			return nil
+		})
+		if r := runCtlAuth(t, conn, "job", "show", "gpu"); r.code != 0 || !strings.Contains(r.stderr, "no running scheduler has labels matching its nodeSelector") {
+			t.Errorf("job show gpu: %v; want a warning", r)
+		}
+		if r := runCtlAuth(t, conn, "job", "run-now", "--wait", "30s", "batch"); r.code != 0 || !strings.Contains(r.stdout, "succeeded attempt 1 on b1") {
+			t.Errorf("run-now batch: %v; want it run on b1", r)
 		}
 	})
 }
