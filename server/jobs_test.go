@@ -226,13 +226,14 @@ func mustJob(t testing.TB, js string) scheduler.Job {
 // TestJobDependenciesThroughTheAPI: the console refuses a job that closes
 // a dependency cycle (400 naming the field and the cycle, nothing
 // stored), as ctl job add does (the same Admin check); the edit form
-// shows a job's dependencies and shards, so that saving it keeps them.
+// shows a job's dependencies, shards, node selector and routing, so
+// that saving it keeps them.
 func TestJobDependenciesThroughTheAPI(t *testing.T) {
 	tg := targets[0]
 	tg.Require(t)
 	c := startConsole(t, tg, nil)
 	admin := c.as("admin")
-	if st, body := admin.do("POST", "/api/v1/jobs", `{"name":"a","schedule":"@daily","command":"true","after":[{"job":"b"}],"whenUpstream":"any","shards":4}`, nil); st != http.StatusCreated {
+	if st, body := admin.do("POST", "/api/v1/jobs", `{"name":"a","schedule":"@daily","command":"true","after":[{"job":"b"}],"whenUpstream":"any","shards":4,"nodeSelector":{"zone":"eu","role":"batch"},"routing":"spread"}`, nil); st != http.StatusCreated {
 		t.Fatalf("create a: %d %s", st, body)
 	}
 	st, body := admin.do("POST", "/api/v1/jobs", `{"name":"b","schedule":"@daily","command":"true","after":[{"job":"a"}]}`, nil)
@@ -246,7 +247,9 @@ func TestJobDependenciesThroughTheAPI(t *testing.T) {
 		t.Fatalf("create with whenUpstream and no after: %d %s; want 400 naming whenUpstream", st, body)
 	}
 	st, body = admin.do("GET", "/jobs/a/edit", nil, nil)
-	if st != 200 || !strings.Contains(body, `id="j-after" rows="3">b</textarea>`) || !strings.Contains(body, `<option selected>any</option>`) || !strings.Contains(body, `id="j-shards" type="number" min="0" max="256" step="1" value="4"`) {
+	if st != 200 || !strings.Contains(body, `id="j-after" rows="3">b</textarea>`) || !strings.Contains(body, `<option selected>any</option>`) || !strings.Contains(body, `id="j-shards" type="number" min="0" max="256" step="1" value="4"`) ||
+		!strings.Contains(body, `id="j-node-selector" rows="2">role=batch
+zone=eu</textarea>`) || !strings.Contains(body, `<option selected>spread</option>`) {
 		t.Fatalf("edit form of a: %d %s", st, body)
 	}
 }

@@ -393,6 +393,8 @@ type jobForm struct {
 	Args    string // one a line
 	Env     string // NAME=value a line, values RedactedValue
 	After   string // upstream jobs, one a line
+	// NodeSelector is key=value a line.
+	NodeSelector string
 }
 
 func newJobForm(j scheduler.Job, version *int32) jobForm {
@@ -406,7 +408,13 @@ func newJobForm(j scheduler.Job, version *int32) jobForm {
 	for i, d := range j.After {
 		after[i] = d.Job
 	}
-	return jobForm{Job: j, Version: version, Args: strings.Join(j.Args, "\n"), Env: strings.Join(env, "\n"), After: strings.Join(after, "\n")}
+	sel := make([]string, 0, len(j.NodeSelector))
+	for k, v := range j.NodeSelector {
+		sel = append(sel, k+"="+v)
+	}
+	slices.Sort(sel)
+	return jobForm{Job: j, Version: version, Args: strings.Join(j.Args, "\n"), Env: strings.Join(env, "\n"), After: strings.Join(after, "\n"),
+		NodeSelector: strings.Join(sel, "\n")}
 }
 
 // auditPage is the data of the audit page: a stream's newest entries.

@@ -222,7 +222,7 @@ function wireTaskForm() {
 function jobFromForm(form) {
   const f = new FormData(form);
   const j = {name: (f.get("name") || "").trim(), schedule: (f.get("schedule") || "").trim()};
-  for (const k of ["timeZone", "command", "func", "dir", "timeout", "retryBackoff", "concurrencyPolicy", "startingDeadline", "whenUpstream"]) {
+  for (const k of ["timeZone", "command", "func", "dir", "timeout", "retryBackoff", "concurrencyPolicy", "startingDeadline", "whenUpstream", "routing"]) {
     const v = (f.get(k) || "").trim();
     if (v) j[k] = v;
   }
@@ -242,6 +242,13 @@ function jobFromForm(form) {
   if (Object.keys(env).length) j.env = env;
   const after = lines(f.get("after"));
   if (after.length) j.after = after.map((job) => ({job: job}));
+  const sel = {};
+  for (const l of lines(f.get("nodeSelector"))) {
+    const i = l.indexOf("=");
+    if (i <= 0) throw new Error("nodeSelector: " + JSON.stringify(l) + ": want key=value");
+    sel[l.slice(0, i)] = l.slice(i + 1);
+  }
+  if (Object.keys(sel).length) j.nodeSelector = sel;
   return j;
 }
 
