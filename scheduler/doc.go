@@ -33,6 +33,10 @@
 // that ran one of the latest runs (awaitTurn), which orders the election
 // and changes nothing else.
 //
+// A job runs a command, a registered Go function or an HTTP request
+// (http.go), the last only to a host on the scheduler's --http-allow
+// list, empty by default.
+//
 // Jobs come from a YAML file (ParseJobs) and/or from
 // /scheduler/jobs/<job> (JSON). /scheduler/paused/<job> pauses a job and
 // /scheduler/triggers/<job>@<run-key> asks for a run now; both work for

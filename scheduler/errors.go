@@ -26,6 +26,8 @@ var (
 	// ErrInvalidLabels reports a scheduler's labels (--labels) of a bad
 	// form; the message names the label.
 	ErrInvalidLabels = errors.New("scheduler: invalid labels")
+	// ErrInvalidHTTPAllow reports a bad --http-allow entry.
+	ErrInvalidHTTPAllow = errors.New("scheduler: invalid http allow-list")
 	// ErrRunDone reports a run-now of a run key that has a result: a
 	// run is never executed again.
 	ErrRunDone = errors.New("scheduler: run has a result")

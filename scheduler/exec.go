@@ -56,10 +56,13 @@ type outcome struct {
 	status   Status
 	exitCode int
 	err      error
-	output   string
-	data     []byte
-	start    time.Time
-	end      time.Time
+	// final: the run ends with this attempt, whatever its retries (an
+	// HTTP job's host is not allowed).
+	final  bool
+	output string
+	data   []byte
+	start  time.Time
+	end    time.Time
 }
 
 // stopCause says why an attempt's context ended early.
@@ -108,13 +111,16 @@ func (sc *Scheduler) execute(ctx context.Context, p *plan, run Run, logPath stri
 	out := io.MultiWriter(lf, tail)
 
 	actx, cancel := ctx, context.CancelFunc(func() {})
-	if p.Timeout > 0 {
-		actx, cancel = context.WithTimeoutCause(ctx, p.Timeout.D(), stopCause{TimedOut})
+	if d := p.attemptTimeout(); d > 0 {
+		actx, cancel = context.WithTimeoutCause(ctx, d, stopCause{TimedOut})
 	}
 	defer cancel()
-	if p.Func != "" {
+	switch {
+	case p.Func != "":
 		o.data, o.err = sc.runFunc(actx, p, run, out)
-	} else {
+	case p.HTTP != nil:
+		o.data, o.exitCode, o.final, o.err = sc.runHTTP(actx, p, run, out)
+	default:
 		o.data, o.exitCode, o.err = runCommand(actx, p, run, out)
 	}
 	o.end = time.Now()
@@ -128,7 +134,7 @@ func (sc *Scheduler) execute(ctx context.Context, p *plan, run Run, logPath stri
 		}
 		switch o.status {
 		case TimedOut:
-			o.err = fmt.Errorf("timeout: still running after %v, stopped (%v)", p.Timeout.D(), o.err)
+			o.err = fmt.Errorf("timeout: still running after %v, stopped (%v)", p.attemptTimeout(), o.err)
 		case Replaced:
 			o.err = fmt.Errorf("stopped by a later run (concurrencyPolicy replace): %v", o.err)
 		default:

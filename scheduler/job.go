@@ -67,6 +67,9 @@ type Job struct {
 	Args    []string `json:"args,omitempty" yaml:"args,omitempty"`
 	// Func names a Go function registered with Scheduler.RegisterFunc.
 	Func string `json:"func,omitempty" yaml:"func,omitempty"`
+	// HTTP is a request to make instead of a command (HTTPRequest); a
+	// scheduler makes it only to a host on its --http-allow list.
+	HTTP *HTTPRequest `json:"http,omitempty" yaml:"http,omitempty"`
 	// Env is added to the scheduler's environment for the command.
 	Env map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
 	// Dir is the command's working directory; empty: the scheduler's.
@@ -248,12 +251,16 @@ func compile(j Job) (*plan, error) {
 		s.Location = loc
 	}
 	switch {
-	case j.Command == "" && j.Func == "":
-		return bad("command", "missing: set command (a program) or func (a registered Go function)")
+	case j.Command == "" && j.Func == "" && j.HTTP == nil:
+		return bad("command", "missing: set command (a program), func (a registered Go function) or http (a URL to call)")
 	case j.Command != "" && j.Func != "":
 		return bad("func", "set either command or func, not both")
+	case j.HTTP != nil && (j.Command != "" || j.Func != ""):
+		return bad("http", "set one of command, func and http")
 	case j.Func != "" && (len(j.Args) > 0 || len(j.Env) > 0 || j.Dir != ""):
 		return bad("func", "args, env and dir apply to commands only")
+	case j.HTTP != nil && (len(j.Args) > 0 || len(j.Env) > 0 || j.Dir != ""):
+		return bad("http", "args, env and dir apply to commands only (an HTTP job's headers are http.headers)")
 	case j.Timeout < 0:
 		return bad("timeout", "negative")
 	case j.Retries < 0:
@@ -288,6 +295,11 @@ func compile(j Job) (*plan, error) {
 	if err := checkAfter(j); err != nil {
 		return nil, err
 	}
+	if j.HTTP != nil {
+		if field, err := j.HTTP.check(); err != nil {
+			return bad(field, "%v", err)
+		}
+	}
 	p := &plan{Job: j, sched: sched, loc: loc}
 	if p.ConcurrencyPolicy == "" {
 		p.ConcurrencyPolicy = Allow
@@ -317,8 +329,9 @@ func (p *plan) next(t time.Time, n int) []time.Time {
 	return out
 }
 
-// RedactedValue stands for an environment value of a stored job in what
-// readers show (JobStatus): a job's environment may carry secrets.
+// RedactedValue stands for an environment value (or an HTTP job's header
+// value) of a stored job in what readers show (JobStatus): they may carry
+// secrets.
 const RedactedValue = "***"
 
 // Redacted returns the job with every environment value replaced by
@@ -335,6 +348,14 @@ func (j Job) Redacted() Job {
 // withEnv returns the job with each environment value v replaced by
 // value(v), in a map of its own.
 func (j Job) withEnv(value func(string) string) Job {
+	if j.HTTP != nil && len(j.HTTP.Headers) > 0 {
+		h := *j.HTTP
+		h.Headers = make(map[string]string, len(j.HTTP.Headers))
+		for k, v := range j.HTTP.Headers {
+			h.Headers[k] = value(v)
+		}
+		j.HTTP = &h
+	}
 	if len(j.Env) == 0 {
 		return j
 	}
@@ -412,6 +433,15 @@ func ParseRunKey(key string) (t time.Time, manual, ok bool) {
 		}
 	}
 	return time.Time{}, manual, false
+}
+
+// attemptTimeout bounds one attempt: the job's timeout, else
+// DefaultHTTPTimeout for an HTTP job; 0: no bound.
+func (p *plan) attemptTimeout() time.Duration {
+	if p.Timeout == 0 && p.HTTP != nil {
+		return DefaultHTTPTimeout
+	}
+	return p.Timeout.D()
 }
 
 // lateLimit is how late a run may start: its first attempt, after it

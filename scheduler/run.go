@@ -286,7 +286,7 @@ func (sc *Scheduler) runAttempts(ctx, runCtx context.Context, p *plan, u unit, b
 			r.Error = o.err.Error()
 		}
 		publish, wait := decideAfterAttempt(p, o.status, a.Failures)
-		if publish {
+		if publish || o.final {
 			log.Info("ended", "status", r.Status, "attempt", r.Attempt)
 			return sc.publish(runCtx, p, u, r, aver)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/ctxsleep"
+	"github.com/shepherd-dev/shepherd/internal/hostallow"
 )
 
 // Defaults of Options.
@@ -57,6 +59,9 @@ type Options struct {
 	// Labels are this scheduler's labels: it fires only the jobs whose
 	// nodeSelector they match (--labels). Published with it.
 	Labels map[string]string
+	// HTTPAllow are the hosts HTTP jobs may call (--http-allow): CIDRs,
+	// IP addresses, host names as written. Empty: none.
+	HTTPAllow []string
 }
 
 // Scheduler fires jobs on their schedules and runs each run exactly once
@@ -72,6 +77,9 @@ type Scheduler struct {
 
 	runs    sync.WaitGroup // settle calls in flight
 	metrics *metrics
+
+	httpAllow  hostallow.List // hosts HTTP jobs may call
+	httpClient *http.Client
 
 	mu       sync.Mutex
 	refused  map[string]string // stored job or trigger path -> why it is refused
@@ -103,6 +111,10 @@ func New(s *recipe.Session, opts Options) (*Scheduler, error) {
 	if err := checkLabels("labels", opts.Labels); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidLabels, err)
 	}
+	allow, err := ParseHTTPAllow(opts.HTTPAllow)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Host == "" {
 		opts.Host, _ = os.Hostname()
 	}
@@ -127,6 +139,7 @@ func New(s *recipe.Session, opts Options) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: register metrics: %w", err)
 	}
 	return &Scheduler{
+		httpAllow: allow, httpClient: httpClient(allow),
 		metrics: m, sess: s, opts: opts, host: opts.Host, pid: os.Getpid(), logDir: opts.LogDir,
 		log: opts.Logger.With("scheduler", opts.Host), now: opts.Now,
 		refused: map[string]string{}, funcs: map[string]JobFunc{}, subs: map[int]chan Result{}, inflight: map[string]bool{},
