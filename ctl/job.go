@@ -25,7 +25,7 @@ func (r *runner) jobCommand() *cli.Command {
 		{
 			Name:      "add",
 			Usage:     "store a job (or every job of a jobs file) in /scheduler/jobs",
-			ArgsUsage: "[--file jobs.yaml] | [--schedule cron] [flags] name -- command [args…]",
+			ArgsUsage: "[--file jobs.yaml] | [--schedule cron] [flags] name -- command [args…] | [--schedule cron] --http-url URL [flags] name",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "file", Usage: "YAML jobs file: store each of its jobs"},
 				&cli.StringFlag{Name: "schedule", Usage: "cron expression: 5 or 6 fields, @daily, @every 1h, CRON_TZ=…"},
@@ -43,6 +43,11 @@ func (r *runner) jobCommand() *cli.Command {
 				&cli.IntFlag{Name: "shards", Usage: "split each run into this many items, spread over the schedulers (SHEPHERD_SHARD, SHEPHERD_SHARDS)"},
 				&cli.StringSliceFlag{Name: "node-selector", Usage: "key=value a scheduler's --labels must have to fire the job (repeatable; all must match)"},
 				&cli.StringFlag{Name: "routing", Usage: "which of those schedulers runs a run: any (default) or spread (the runs go round them)"},
+				&cli.StringFlag{Name: "http-url", Usage: "call this URL instead of running a command (the schedulers' --http-allow must list its host)"},
+				&cli.StringFlag{Name: "http-method", Usage: "method of --http-url: GET (default), POST, PUT, PATCH, DELETE, HEAD"},
+				&cli.StringSliceFlag{Name: "http-header", Usage: "'Name: value' header of the request (repeatable; values are shown as ***)"},
+				&cli.StringFlag{Name: "http-body", Usage: "body of the request"},
+				&cli.IntSliceFlag{Name: "http-success", Usage: "response status that means success (repeatable; default any 2xx)"},
 			},
 			Action: r.jobAdd,
 		},
@@ -113,12 +118,30 @@ func (r *runner) jobAdd(c *cli.Context) error {
 		if len(args) > 1 && args[1] == "--" {
 			args = append(args[:1], args[2:]...)
 		}
+		var hr *scheduler.HTTPRequest
+		if u := c.String("http-url"); u != "" {
+			if len(args) != 1 {
+				return usagef("job add: --http-url takes a name and no command")
+			}
+			hr = &scheduler.HTTPRequest{URL: u, Method: c.String("http-method"), Body: c.String("http-body"), SuccessStatus: c.IntSlice("http-success")}
+			for _, kv := range c.StringSlice("http-header") {
+				k, v, ok := strings.Cut(kv, ":")
+				if !ok {
+					return usagef("job add: --http-header %q: want 'Name: value'", kv)
+				}
+				if hr.Headers == nil {
+					hr.Headers = map[string]string{}
+				}
+				hr.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+			args = append(args, "")
+		}
 		if len(args) < 2 {
-			return usagef("job add: want a name and a command (usage: %s)", c.Command.UsageText)
+			return usagef("job add: want a name and a command, or --http-url (usage: %s)", c.Command.UsageText)
 		}
 		j := scheduler.Job{
 			Name: args[0], Schedule: c.String("schedule"), TimeZone: c.String("time-zone"),
-			Command: args[1], Args: args[2:], Dir: c.String("dir"),
+			Command: args[1], Args: args[2:], Dir: c.String("dir"), HTTP: hr,
 			Timeout: scheduler.Duration(c.Duration("timeout")), Retries: c.Int("retries"),
 			RetryBackoff:      scheduler.Duration(c.Duration("retry-backoff")),
 			ConcurrencyPolicy: scheduler.Policy(c.String("concurrency-policy")),

@@ -450,3 +450,29 @@ func TestJobNodeSelector(t *testing.T) {
 		}
 	})
 }
+
+// TestJobHTTP: job add --http-url stores an HTTP job (its header values
+// shown as *** by job show); a scheduler without --http-allow refuses to
+// call it, and run-now says why.
+func TestJobHTTP(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		if r := runCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--http-url", "ftp://x/", "hook"); r.code != ExitUsage || !strings.Contains(r.stderr, "http.url") {
+			t.Fatalf("job add --http-url ftp: %v; want exit 2 naming http.url", r)
+		}
+		if r := runCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--http-url", "http://127.0.0.1:9/", "hook", "--", "true"); r.code != ExitUsage {
+			t.Fatalf("job add --http-url with a command: %v; want exit 2", r)
+		}
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--http-url", "http://127.0.0.1:9/rebuild", "--http-method", "POST",
+			"--http-header", "Authorization: Bearer s3cret", "--http-success", "202", "hook")
+		show := mustCtlAuth(t, conn, "job", "show", "hook")
+		if strings.Contains(show, "s3cret") || !strings.Contains(show, `"Authorization": "***"`) || !strings.Contains(show, `"url": "http://127.0.0.1:9/rebuild"`) {
+			t.Fatalf("job show:\n%s", show)
+		}
+		startScheduler(t, conn)
+		r := runCtlAuth(t, conn, "job", "run-now", "--wait", "30s", "hook")
+		if r.code != ExitFailure || !strings.Contains(r.stderr, "--http-allow") {
+			t.Errorf("run-now of an HTTP job on a scheduler without --http-allow: %v; want exit 1 naming --http-allow", r)
+		}
+	})
+}

@@ -67,6 +67,7 @@ func TestSchedulerFlagErrors(t *testing.T) {
 		{[]string{"--labels", "role"}, `--labels: "role": want key=value`},
 		{[]string{"--labels", "role=batch,role=web"}, "--labels: role given twice"},
 		{[]string{"--labels", "zone=eu west"}, `--labels: label zone="eu west"`},
+		{[]string{"--http-allow", "10.0.0.0/8,api .example.com"}, `--http-allow "api .example.com"`},
 	} {
 		app := &cli.App{Name: "shepherd", Commands: []*cli.Command{roleCommand(schedulerRole())}, Writer: os.Stderr}
 		err := app.Run(append([]string{"shepherd", "scheduler", "--zk", "127.0.0.1:1", "--log-dir", t.TempDir()}, tc.args...))
