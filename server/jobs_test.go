@@ -295,3 +295,39 @@ func TestJobRunWithParamsThroughTheAPI(t *testing.T) {
 		t.Errorf("audit: %d %s; want the run's parameters", st, body)
 	}
 }
+
+// TestHTTPJobThroughTheAPI: an HTTP job is created and edited from the
+// console: its header values are never shown, are kept when sent back as
+// *** for the same URL and method and must be typed again for another;
+// the form shows its request.
+func TestHTTPJobThroughTheAPI(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	admin := c.as("admin")
+	const create = `{"name":"hook","schedule":"@daily","http":{"url":"https://api.example.com/rebuild","method":"POST","headers":{"Authorization":"Bearer s3cret"},"body":"{}","successStatus":[200,202]}}`
+	st, body := admin.do("POST", "/api/v1/jobs", create, nil)
+	if st != http.StatusCreated || strings.Contains(body, "s3cret") || !strings.Contains(body, `"Authorization":"***"`) {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	if st, body := admin.do("POST", "/api/v1/jobs", strings.Replace(strings.Replace(create, "hook", "bad", 1), `"POST"`, `"BREW"`, 1), nil); st != http.StatusBadRequest || !strings.Contains(body, "http.method") {
+		t.Errorf("create with a bad method: %d %s", st, body)
+	}
+	st, body = admin.do("GET", "/jobs/hook/edit", nil, nil)
+	if st != 200 || strings.Contains(body, "s3cret") || !strings.Contains(body, `value="https://api.example.com/rebuild"`) ||
+		!strings.Contains(body, "Authorization: ***") || !strings.Contains(body, `<option selected>POST</option>`) || !strings.Contains(body, `value="200 202"`) {
+		t.Fatalf("edit form: %d %s", st, body)
+	}
+	kept := strings.Replace(strings.Replace(create, "Bearer s3cret", "***", 1), `"body":"{}"`, `"body":"{\"all\":true}"`, 1)
+	if st, body := admin.do("PUT", "/api/v1/jobs/hook", kept, map[string]string{"If-Match": `"0"`}); st != 200 {
+		t.Fatalf("update keeping the header: %d %s", st, body)
+	}
+	j, err := scheduler.NewAdmin(c.session).LoadJob(t.Context(), "hook")
+	if err != nil || j.HTTP.Headers["Authorization"] != "Bearer s3cret" || j.HTTP.Body != `{"all":true}` {
+		t.Fatalf("stored: %+v (%v)", j.HTTP, err)
+	}
+	moved := strings.Replace(kept, "api.example.com", "evil.example.com", 1)
+	if st, body := admin.do("PUT", "/api/v1/jobs/hook", moved, map[string]string{"If-Match": `"1"`}); st != http.StatusBadRequest || !strings.Contains(body, "http.headers.Authorization") {
+		t.Errorf("update sending the stored header elsewhere: %d %s; want 400", st, body)
+	}
+}

@@ -395,6 +395,11 @@ type jobForm struct {
 	After   string // upstream jobs, one a line
 	// NodeSelector is key=value a line.
 	NodeSelector string
+	// Headers are an HTTP job's headers, "Name: value" a line (values
+	// RedactedValue); Success its success statuses, space-separated.
+	Headers, Success string
+	// Methods are the HTTP methods an HTTP job may use.
+	Methods []string
 }
 
 func newJobForm(j scheduler.Job, version *int32) jobForm {
@@ -413,8 +418,22 @@ func newJobForm(j scheduler.Job, version *int32) jobForm {
 		sel = append(sel, k+"="+v)
 	}
 	slices.Sort(sel)
-	return jobForm{Job: j, Version: version, Args: strings.Join(j.Args, "\n"), Env: strings.Join(env, "\n"), After: strings.Join(after, "\n"),
-		NodeSelector: strings.Join(sel, "\n")}
+	f := jobForm{Job: j, Version: version, Args: strings.Join(j.Args, "\n"), Env: strings.Join(env, "\n"), After: strings.Join(after, "\n"),
+		NodeSelector: strings.Join(sel, "\n"), Methods: []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}}
+	if j.HTTP != nil {
+		hs := make([]string, 0, len(j.HTTP.Headers))
+		for k, v := range j.HTTP.Headers {
+			hs = append(hs, k+": "+v)
+		}
+		slices.Sort(hs)
+		f.Headers = strings.Join(hs, "\n")
+		st := make([]string, len(j.HTTP.SuccessStatus))
+		for i, c := range j.HTTP.SuccessStatus {
+			st[i] = strconv.Itoa(c)
+		}
+		f.Success = strings.Join(st, " ")
+	}
+	return f
 }
 
 // auditPage is the data of the audit page: a stream's newest entries.

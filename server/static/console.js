@@ -242,6 +242,23 @@ function jobFromForm(form) {
   if (Object.keys(env).length) j.env = env;
   const after = lines(f.get("after"));
   if (after.length) j.after = after.map((job) => ({job: job}));
+  const url = (f.get("httpUrl") || "").trim();
+  if (url) {
+    j.http = {url: url};
+    const m = (f.get("httpMethod") || "").trim();
+    if (m) j.http.method = m;
+    const body = f.get("httpBody") || "";
+    if (body) j.http.body = body;
+    const hs = {};
+    for (const l of lines(f.get("httpHeaders"))) {
+      const i = l.indexOf(":");
+      if (i <= 0) throw new Error("http.headers: " + JSON.stringify(l) + ": want Name: value");
+      hs[l.slice(0, i).trim()] = l.slice(i + 1).trim();
+    }
+    if (Object.keys(hs).length) j.http.headers = hs;
+    const st = (f.get("httpSuccess") || "").trim().split(/\s+/).filter((x) => x);
+    if (st.length) j.http.successStatus = st.map((x) => /^\d+$/.test(x) ? Number(x) : x);
+  }
   const sel = {};
   for (const l of lines(f.get("nodeSelector"))) {
     const i = l.indexOf("=");
