@@ -25,7 +25,7 @@ func (r *runner) jobCommand() *cli.Command {
 		{
 			Name:      "add",
 			Usage:     "store a job (or every job of a jobs file) in /scheduler/jobs",
-			ArgsUsage: "[--file jobs.yaml] | [--schedule cron] [flags] name -- command [args…]",
+			ArgsUsage: "[--file jobs.yaml] | [--schedule cron] [flags] name -- command [args…] | [--schedule cron] --http-url URL [flags] name",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "file", Usage: "YAML jobs file: store each of its jobs"},
 				&cli.StringFlag{Name: "schedule", Usage: "cron expression: 5 or 6 fields, @daily, @every 1h, CRON_TZ=…"},
@@ -38,14 +38,32 @@ func (r *runner) jobCommand() *cli.Command {
 				&cli.StringFlag{Name: "concurrency-policy", Usage: "allow, forbid or replace (default allow)"},
 				&cli.DurationFlag{Name: "starting-deadline", Usage: "how late a missed run may still start (0: missed runs are only recorded)"},
 				&cli.IntFlag{Name: "history-limit", Usage: "finished runs kept (default 10)"},
+				&cli.StringSliceFlag{Name: "after", Usage: "a job whose run of the same run key this job's run waits for (repeatable)"},
+				&cli.StringFlag{Name: "when-upstream", Usage: "how the upstream runs must have ended: succeeded, failed or any (default succeeded)"},
+				&cli.IntFlag{Name: "shards", Usage: "split each run into this many items, spread over the schedulers (SHEPHERD_SHARD, SHEPHERD_SHARDS)"},
+				&cli.StringSliceFlag{Name: "node-selector", Usage: "key=value a scheduler's --labels must have to fire the job (repeatable; all must match)"},
+				&cli.StringFlag{Name: "routing", Usage: "which of those schedulers runs a run: any (default) or spread (the runs go round them)"},
+				&cli.StringFlag{Name: "http-url", Usage: "call this URL instead of running a command (the schedulers' --http-allow must list its host)"},
+				&cli.StringFlag{Name: "http-method", Usage: "method of --http-url: GET (default), POST, PUT, PATCH, DELETE, HEAD"},
+				&cli.StringSliceFlag{Name: "http-header", Usage: "'Name: value' header of the request (repeatable; values are shown as ***)"},
+				&cli.StringFlag{Name: "http-body", Usage: "body of the request"},
+				&cli.IntSliceFlag{Name: "http-success", Usage: "response status that means success (repeatable; default any 2xx)"},
 			},
 			Action: r.jobAdd,
+		},
+		{
+			Name: "graph", Usage: "the jobs' dependencies (after), upstream jobs first",
+			Action: r.jobGraph,
 		},
 		{Name: "list", Usage: "every job a scheduler fires (stored, or in a running scheduler's --jobs file) with its latest run", Action: r.jobList},
 		{Name: "show", Usage: "a job's spec and runs", ArgsUsage: "job", Action: r.jobShow},
 		{
-			Name: "run-now", Usage: "run a job now, once, on one scheduler", ArgsUsage: "[--wait duration] job",
-			Flags:  []cli.Flag{&cli.DurationFlag{Name: "wait", Usage: "wait this long for the result and print it (exit 1 unless it succeeded)"}},
+			Name: "run-now", Usage: "run a job now, once, on one scheduler", ArgsUsage: "[--wait duration] [--run-key key] [--param NAME=value]… job",
+			Flags: []cli.Flag{
+				&cli.DurationFlag{Name: "wait", Usage: "wait this long for the result and print it (exit 1 unless it succeeded)"},
+				&cli.StringFlag{Name: "run-key", Usage: "run this run key (a date or a scheduled time: a backfill), after its upstream runs of that key; default a manual-… key of its own"},
+				&cli.StringSliceFlag{Name: "param", Usage: "NAME=value passed to the run as $SHEPHERD_PARAM_NAME and recorded in its result (repeatable)"},
+			},
 			Action: r.jobRunNow,
 		},
 		{Name: "pause", Usage: "stop firing a job on every scheduler", ArgsUsage: "job", Action: r.jobPause(true)},
@@ -58,15 +76,15 @@ func (r *runner) jobCommand() *cli.Command {
 	}
 	return &cli.Command{
 		Name:        "job",
-		Usage:       "manage scheduler jobs: add, list, show, run-now, pause, resume, rm, logs",
+		Usage:       "manage scheduler jobs: add, list, show, graph, run-now, pause, resume, rm, logs",
 		ArgsUsage:   "verb [args…]",
 		Description: "Jobs of `shepherd scheduler`, stored in /scheduler/jobs. See docs/scheduler.md.",
 		Subcommands: subs,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usagef("job: unknown verb %q: want add, list, show, run-now, pause, resume, rm or logs", c.Args().First())
+				return usagef("job: unknown verb %q: want add, list, show, graph, run-now, pause, resume, rm or logs", c.Args().First())
 			}
-			return usagef("job: missing verb: want add, list, show, run-now, pause, resume, rm or logs")
+			return usagef("job: missing verb: want add, list, show, graph, run-now, pause, resume, rm or logs")
 		},
 	}
 }
@@ -76,7 +94,7 @@ func jobError(err error) error {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return err
 	}
-	if errors.Is(err, scheduler.ErrInvalidJob) || errors.Is(err, scheduler.ErrNoSuchJob) {
+	if errors.Is(err, scheduler.ErrInvalidJob) || errors.Is(err, scheduler.ErrNoSuchJob) || errors.Is(err, scheduler.ErrRunDone) || errors.Is(err, scheduler.ErrInvalidParams) {
 		return errors.New(strings.TrimPrefix(err.Error(), "scheduler: "))
 	}
 	return err
@@ -100,17 +118,51 @@ func (r *runner) jobAdd(c *cli.Context) error {
 		if len(args) > 1 && args[1] == "--" {
 			args = append(args[:1], args[2:]...)
 		}
+		var hr *scheduler.HTTPRequest
+		if u := c.String("http-url"); u != "" {
+			if len(args) != 1 {
+				return usagef("job add: --http-url takes a name and no command")
+			}
+			hr = &scheduler.HTTPRequest{URL: u, Method: c.String("http-method"), Body: c.String("http-body"), SuccessStatus: c.IntSlice("http-success")}
+			for _, kv := range c.StringSlice("http-header") {
+				k, v, ok := strings.Cut(kv, ":")
+				if !ok {
+					return usagef("job add: --http-header %q: want 'Name: value'", kv)
+				}
+				if hr.Headers == nil {
+					hr.Headers = map[string]string{}
+				}
+				hr.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			}
+			args = append(args, "")
+		}
 		if len(args) < 2 {
-			return usagef("job add: want a name and a command (usage: %s)", c.Command.UsageText)
+			return usagef("job add: want a name and a command, or --http-url (usage: %s)", c.Command.UsageText)
 		}
 		j := scheduler.Job{
 			Name: args[0], Schedule: c.String("schedule"), TimeZone: c.String("time-zone"),
-			Command: args[1], Args: args[2:], Dir: c.String("dir"),
+			Command: args[1], Args: args[2:], Dir: c.String("dir"), HTTP: hr,
 			Timeout: scheduler.Duration(c.Duration("timeout")), Retries: c.Int("retries"),
 			RetryBackoff:      scheduler.Duration(c.Duration("retry-backoff")),
 			ConcurrencyPolicy: scheduler.Policy(c.String("concurrency-policy")),
 			StartingDeadline:  scheduler.Duration(c.Duration("starting-deadline")),
 			HistoryLimit:      c.Int("history-limit"),
+			WhenUpstream:      scheduler.Condition(c.String("when-upstream")),
+			Shards:            c.Int("shards"),
+			Routing:           scheduler.Routing(c.String("routing")),
+		}
+		for _, kv := range c.StringSlice("node-selector") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return usagef("job add: --node-selector %q: want key=value", kv)
+			}
+			if j.NodeSelector == nil {
+				j.NodeSelector = map[string]string{}
+			}
+			j.NodeSelector[k] = v
+		}
+		for _, up := range c.StringSlice("after") {
+			j.After = append(j.After, scheduler.Dependency{Job: up})
 		}
 		for _, kv := range c.StringSlice("env") {
 			k, v, ok := strings.Cut(kv, "=")
@@ -132,6 +184,17 @@ func (r *runner) jobAdd(c *cli.Context) error {
 		return err
 	}
 	r.warnUnsecured(s, "schedulers refuse the job")
+	// A dependency cycle with the jobs the schedulers have is refused
+	// before anything is stored.
+	ctx, cancel := r.opCtx()
+	err = scheduler.NewAdmin(s).CheckGraph(ctx, jobs...)
+	cancel()
+	if errors.Is(err, scheduler.ErrInvalidJob) && c.String("file") == "" {
+		return usagef("job add: %v", jobError(err))
+	}
+	if err != nil {
+		return fmt.Errorf("job add: %w", jobError(err))
+	}
 	for _, j := range jobs {
 		ctx, cancel := r.opCtx()
 		err := r.storeJob(ctx, scheduler.NewAdmin(s), j)
@@ -206,7 +269,13 @@ func writeJobList(w io.Writer, jobs []scheduler.JobStatus) error {
 		if j.Error != "" {
 			status = "refused: " + j.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", j.Name, j.Job.Schedule, j.Source(), j.Paused, last, status, strings.Join(j.Running(), ","))
+		running := j.Running()
+		for i, key := range running {
+			if ri := j.Run(key); ri != nil && ri.Waiting != nil {
+				running[i] = key + " (waiting)"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", j.Name, j.Job.Schedule, j.Source(), j.Paused, last, status, strings.Join(running, ","))
 	}
 	return tw.Flush()
 }
@@ -245,6 +314,12 @@ func (r *runner) jobShow(c *cli.Context) error {
 		fmt.Fprintf(w, "%s is not stored in %s and no running scheduler has it in its jobs file\n", args[0], scheduler.JobsPath)
 	}
 	fmt.Fprintf(w, "paused: %v\n", js.Paused)
+	switch {
+	case len(js.FiredBy) > 0:
+		fmt.Fprintf(w, "fired by: %s\n", strings.Join(js.FiredBy, ", "))
+	case len(js.Job.NodeSelector) > 0:
+		r.warn("job %s: no running scheduler has labels matching its nodeSelector %v; nothing runs it", js.Name, js.Job.NodeSelector)
+	}
 	if len(js.Next) > 0 {
 		next := make([]string, len(js.Next))
 		for i, t := range js.Next {
@@ -256,7 +331,13 @@ func (r *runner) jobShow(c *cli.Context) error {
 	fmt.Fprintln(tw, "RUN KEY\tSTATUS\tATTEMPT\tHOST\tSTART\tDURATION\tERROR")
 	for _, ri := range slices.Backward(js.Runs) { // oldest first, as logs read
 		if ri.Result == nil {
-			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t\n", ri.RunKey, map[bool]string{true: "running", false: "pending"}[ri.Running])
+			switch {
+			case ri.Waiting != nil:
+				fmt.Fprintf(tw, "%s\twaiting\t\t%s\t\t\t%s\n", ri.RunKey, ri.Waiting.Host, waitingFor(ri.Waiting, r.env.Location))
+			default:
+				fmt.Fprintf(tw, "%s\t%s\t\t\t\t\t%s\n", ri.RunKey, map[bool]string{true: "running", false: "pending"}[ri.Running], itemsDone(ri.Items))
+			}
+			writeItems(tw, ri.Items, r.env.Location)
 			continue
 		}
 		res := ri.Result
@@ -266,8 +347,96 @@ func (r *runner) jobShow(c *cli.Context) error {
 			dur = res.End.Sub(res.Start).Round(time.Millisecond).String()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", ri.RunKey, res.Status, res.Attempt, res.Host, start, dur, res.Error)
+		writeItems(tw, res.Items, r.env.Location)
 	}
 	return tw.Flush()
+}
+
+// itemsDone words the progress of a sharded run's items.
+func itemsDone(items []scheduler.ItemSummary) string {
+	if len(items) == 0 {
+		return ""
+	}
+	n := 0
+	for _, it := range items {
+		if it.Status != "" {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d of %d items ended", n, len(items))
+}
+
+// writeItems prints the items of a sharded run under it, one a line.
+func writeItems(tw io.Writer, items []scheduler.ItemSummary, loc *time.Location) {
+	for _, it := range items {
+		status, start, dur := string(it.Status), "-", "-"
+		if status == "" {
+			status = map[bool]string{true: "running", false: "pending"}[it.Running]
+		}
+		if !it.Start.IsZero() {
+			start = it.Start.In(loc).Format(time.DateTime)
+			if !it.End.IsZero() {
+				dur = it.End.Sub(it.Start).Round(time.Millisecond).String()
+			}
+		}
+		fmt.Fprintf(tw, "  item %d\t%s\t%d\t%s\t%s\t%s\t%s\n", it.Item, status, it.Attempt, it.Host, start, dur, it.Error)
+	}
+}
+
+// waitingFor words what a waiting run waits for.
+func waitingFor(w *scheduler.Waiting, loc *time.Location) string {
+	return fmt.Sprintf("for the runs of %s (missed after %s)", strings.Join(w.Upstream, ", "), w.Until.In(loc).Format(time.DateTime))
+}
+
+// jobGraph prints the jobs' dependency graph: one line per job, upstream
+// jobs first, with the jobs it waits for.
+func (r *runner) jobGraph(c *cli.Context) error {
+	_, s, err := r.argsSession(c, 0, 0)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.opCtx()
+	defer cancel()
+	g, err := scheduler.NewAdmin(s).Graph(ctx)
+	if err != nil {
+		return jobError(err)
+	}
+	for _, cy := range g.Cycles {
+		r.warn("dependency cycle %s: its runs wait until their starting deadline; schedulers refuse the stored jobs on it", strings.Join(cy, " → "))
+	}
+	if r.json {
+		return writeJSON(r.env.Stdout, g)
+	}
+	return writeJobGraph(r.env.Stdout, g)
+}
+
+// writeJobGraph prints a Graph as text: each job indented by its level,
+// then what it waits for.
+func writeJobGraph(w io.Writer, g scheduler.Graph) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tAFTER\tWHEN\tDOWNSTREAM")
+	for _, j := range g.Jobs {
+		name := strings.Repeat("  ", max(j.Level, 0)) + j.Name
+		if j.Level < 0 {
+			name = j.Name + " (cycle)"
+		}
+		after := make([]string, 0, len(j.After))
+		for _, u := range j.After {
+			if slices.Contains(j.Unknown, u) {
+				u += " (no such job)"
+			}
+			after = append(after, u)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, dash(strings.Join(after, ", ")), dash(string(j.WhenUpstream)), dash(strings.Join(j.Downstream, ", ")))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func (r *runner) jobRunNow(c *cli.Context) error {
@@ -278,6 +447,23 @@ func (r *runner) jobRunNow(c *cli.Context) error {
 	wait := c.Duration("wait")
 	if wait < 0 {
 		return usagef("job run-now: --wait %v: must not be negative", wait)
+	}
+	var params map[string]string
+	for _, kv := range c.StringSlice("param") {
+		k, v, err := scheduler.ParseParam(kv)
+		if _, dup := params[k]; err == nil && dup {
+			err = fmt.Errorf("param %s given twice", k)
+		}
+		if err != nil {
+			return usagef("job run-now: %v", jobError(err))
+		}
+		if params == nil {
+			params = map[string]string{}
+		}
+		params[k] = v
+	}
+	if err := scheduler.ValidateParams(params); err != nil {
+		return usagef("job run-now: %v", jobError(err))
 	}
 	s, err := r.session()
 	if err != nil {
@@ -298,10 +484,13 @@ func (r *runner) jobRunNow(c *cli.Context) error {
 	}
 	var key string
 	if err == nil {
-		key, err = a.Trigger(ctx, args[0], time.Now())
-		r.record("job.run", "job/"+args[0], nil, map[string]string{"runKey": key}, err)
+		key, err = a.TriggerRun(ctx, args[0], time.Now(), scheduler.RunRequest{RunKey: c.String("run-key"), Params: params})
+		r.record("job.run", "job/"+args[0], nil, map[string]any{"runKey": key, "params": params}, err)
 	}
 	cancel()
+	if errors.Is(err, scheduler.ErrInvalidJob) {
+		return usagef("job run-now: %v", jobError(err))
+	}
 	if err != nil {
 		return jobError(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -127,7 +128,13 @@ func startScheduler(t *testing.T, conn string) {
 // when the test ends or stop is called.
 func startFileScheduler(t *testing.T, conn, host, jobsFile string) (stop func()) {
 	t.Helper()
-	opts := scheduler.Options{Host: host, LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), Resync: time.Second}
+	return startLabeledScheduler(t, conn, host, jobsFile, nil)
+}
+
+// startLabeledScheduler is startFileScheduler with labels (--labels).
+func startLabeledScheduler(t *testing.T, conn, host, jobsFile string, labels map[string]string) (stop func()) {
+	t.Helper()
+	opts := scheduler.Options{Host: host, LogDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler), Resync: time.Second, Labels: labels}
 	if jobsFile != "" {
 		data, err := os.ReadFile(jobsFile)
 		if err != nil {
@@ -267,6 +274,205 @@ func TestJobStoredUnderAnotherNameIsRefused(t *testing.T) {
 		r := runCtlAuth(t, conn, "job", "show", "alias")
 		if r.code != ExitFailure || !strings.Contains(r.stderr, why) || !strings.Contains(r.stderr, "shepherd ctl job rm alias") {
 			t.Errorf("job show alias: %v; want exit 1 saying %q and the remedy", r, why)
+		}
+	})
+}
+
+// TestJobDependencies: job add --after stores dependencies and refuses a
+// cycle (exit 2, naming the field, nothing stored; in a file, exit 1);
+// job graph prints upstream jobs first; a run-now --run-key of a
+// downstream job shows waiting in job show and job list until its
+// upstream run of that key ends, then runs.
+func TestJobDependencies(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		out := filepath.Join(t.TempDir(), "effects")
+		add := func(name string, extra ...string) result {
+			args := append([]string{"job", "add", "--schedule", "@yearly", "--env", "OUT=" + out}, extra...)
+			return runCtlAuth(t, conn, append(args, name, "--", "sh", "-c", `echo "$SHEPHERD_JOB $SHEPHERD_UPSTREAM_EXTRACT" >> "$OUT"; printf "$SHEPHERD_JOB" > "$SHEPHERD_RESULT_FILE"`)...)
+		}
+		for _, a := range [][]string{{"extract"}, {"transform", "--after", "extract"}, {"load", "--after", "transform", "--when-upstream", "any"}} {
+			if r := add(a[0], a[1:]...); r.code != 0 {
+				t.Fatalf("job add %v: %v", a, r)
+			}
+		}
+		if r := add("extract", "--after", "load"); r.code != ExitUsage || !strings.Contains(r.stderr, `job "extract": after: cycle extract → load → transform → extract`) {
+			t.Fatalf("job add closing a cycle: %v; want exit 2 naming the cycle", r)
+		}
+		cyc := filepath.Join(t.TempDir(), "jobs.yaml")
+		if err := os.WriteFile(cyc, []byte("jobs:\n- {name: extract, schedule: '@daily', command: 'true', after: [{job: load}]}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := runCtlAuth(t, conn, "job", "add", "--file", cyc); r.code != ExitFailure || !strings.Contains(r.stderr, "cycle") {
+			t.Fatalf("job add --file closing a cycle: %v; want exit 1 naming the cycle", r)
+		}
+		if got := mustCtlAuth(t, conn, "job", "show", "extract"); strings.Contains(got, "after") {
+			t.Fatalf("extract after refused adds:\n%s\nwant it unchanged", got)
+		}
+		graph := mustCtlAuth(t, conn, "job", "graph")
+		want := []string{"JOB", "extract", "  transform", "    load"}
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(graph), "\n") {
+			f := strings.Fields(l)
+			got = append(got, strings.Repeat(" ", len(l)-len(strings.TrimLeft(l, " ")))+f[0])
+		}
+		if !slices.Equal(got, want) || !strings.Contains(graph, "extract  ") || !strings.Contains(graph, "any") {
+			t.Fatalf("job graph:\n%s\nwant extract, transform, load indented by level", graph)
+		}
+		var g scheduler.Graph
+		if err := json.Unmarshal([]byte(mustCtlAuth(t, conn, "--json", "job", "graph")), &g); err != nil || len(g.Jobs) != 3 || g.Jobs[2].Level != 2 {
+			t.Fatalf("job graph --json: %+v (%v)", g, err)
+		}
+
+		startScheduler(t, conn)
+		const key = "2030-01-01"
+		if r := runCtlAuth(t, conn, "job", "run-now", "--run-key", key, "transform"); r.code != 0 || strings.TrimSpace(r.stdout) != key {
+			t.Fatalf("job run-now --run-key: %v", r)
+		}
+		coordtest.WaitFor(t, 30*time.Second, "transform waiting", func() error {
+			show := mustCtlAuth(t, conn, "job", "show", "transform")
+			list := mustCtlAuth(t, conn, "job", "list")
+			if !strings.Contains(show, "waiting") || !strings.Contains(show, "for the runs of extract") || !strings.Contains(list, key+" (waiting)") {
+				return fmt.Errorf("job show:\n%s\njob list:\n%s", show, list)
+			}
+			return nil
+		})
+		r := runCtlAuth(t, conn, "job", "run-now", "--run-key", key, "--wait", "30s", "extract")
+		if r.code != 0 {
+			t.Fatalf("job run-now extract: %v", r)
+		}
+		coordtest.WaitFor(t, 30*time.Second, "transform ran", func() error {
+			if show := mustCtlAuth(t, conn, "job", "show", "transform"); !strings.Contains(show, "succeeded") {
+				return fmt.Errorf("job show:\n%s", show)
+			}
+			return nil
+		})
+		if got, _ := os.ReadFile(out); string(got) != "extract \ntransform extract\n" {
+			t.Errorf("effects %q, want extract, then transform with extract's data", got)
+		}
+		if r := runCtlAuth(t, conn, "job", "run-now", "--run-key", key, "extract"); r.code != ExitFailure || !strings.Contains(r.stderr, "never run again") {
+			t.Errorf("run-now of a finished run key: %v; want exit 1", r)
+		}
+		if r := runCtlAuth(t, conn, "job", "run-now", "--run-key", "yesterday", "extract"); r.code != ExitUsage || !strings.Contains(r.stderr, "run key") {
+			t.Errorf("run-now of a bad run key: %v; want exit 2", r)
+		}
+	})
+}
+
+// TestJobRunNowParams: run-now --param passes parameters to the run
+// (SHEPHERD_PARAM_<name>) and --json shows them in its result; bad ones
+// are usage errors naming the parameter, and leave no trigger.
+func TestJobRunNowParams(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "report", "--", "sh", "-c", `echo "day=$SHEPHERD_PARAM_day mode=$SHEPHERD_PARAM_mode"`)
+		startScheduler(t, conn)
+		r := runCtlAuth(t, conn, "--json", "job", "run-now", "--param", "day=2026-11-22", "--param", "mode=a=b", "--wait", "30s", "report")
+		var res scheduler.Result
+		if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil {
+			t.Fatalf("run-now --param: %v (%v)", r, err)
+		}
+		if res.Params["day"] != "2026-11-22" || res.Params["mode"] != "a=b" || !strings.Contains(res.Output, "day=2026-11-22 mode=a=b") {
+			t.Fatalf("result %+v, want the parameters recorded and in the output", res)
+		}
+		for _, tc := range []struct{ param, want string }{
+			{"novalue", `param "novalue": want NAME=value`},
+			{"a-b=1", `param "a-b"`},
+			{"v=" + strings.Repeat("x", scheduler.MaxParamValueBytes+1), "param v: value of 4097 bytes"},
+		} {
+			if r := runCtlAuth(t, conn, "job", "run-now", "--param", tc.param, "report"); r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("run-now --param %.20s: %v; want exit 2 mentioning %q", tc.param, r, tc.want)
+			}
+		}
+		if r := runCtlAuth(t, conn, "job", "run-now", "--param", "a=1", "--param", "a=2", "report"); r.code != ExitUsage || !strings.Contains(r.stderr, "given twice") {
+			t.Errorf("run-now with a parameter twice: %v", r)
+		}
+		// The run's trigger goes once it settled; no refused one was made.
+		coordtest.WaitFor(t, 30*time.Second, "no trigger left", func() error {
+			if r := runCtlAuth(t, conn, "ls", scheduler.TriggersPath); r.code != 0 || r.stdout != "[]\n" {
+				return fmt.Errorf("triggers: %v", r)
+			}
+			return nil
+		})
+	})
+}
+
+// TestJobShards: job add --shards stores a sharded job; job show lists
+// each item of its runs under the run.
+func TestJobShards(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		if r := runCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--shards", "300", "scan", "--", "true"); r.code != ExitUsage || !strings.Contains(r.stderr, "shards: 300") {
+			t.Fatalf("job add --shards 300: %v; want exit 2 naming shards", r)
+		}
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--shards", "3", "scan", "--", "sh", "-c", `echo "item $SHEPHERD_SHARD of $SHEPHERD_SHARDS"`)
+		startScheduler(t, conn)
+		r := runCtlAuth(t, conn, "job", "run-now", "--wait", "30s", "scan")
+		if r.code != 0 || !strings.Contains(r.stdout, "succeeded") {
+			t.Fatalf("job run-now --wait: %v", r)
+		}
+		show := mustCtlAuth(t, conn, "job", "show", "scan")
+		for i := range 3 {
+			if !regexp.MustCompile(fmt.Sprintf(`(?m)^  item %d +succeeded +1 +test `, i)).MatchString(show) {
+				t.Errorf("job show:\n%s\nwant item %d succeeded at attempt 1 on test", show, i)
+			}
+		}
+	})
+}
+
+// TestJobNodeSelector: job add --node-selector and --routing store them;
+// job show says which schedulers fire the job, or warns that none does;
+// a run goes to a matching scheduler.
+func TestJobNodeSelector(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		if r := runCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--routing", "round", "x", "--", "true"); r.code != ExitUsage || !strings.Contains(r.stderr, "routing") {
+			t.Fatalf("job add --routing round: %v; want exit 2 naming routing", r)
+		}
+		if r := runCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--node-selector", "role", "x", "--", "true"); r.code != ExitUsage || !strings.Contains(r.stderr, "--node-selector") {
+			t.Fatalf("job add --node-selector role: %v; want exit 2", r)
+		}
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--node-selector", "role=batch", "--routing", "spread", "batch", "--", "true")
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--node-selector", "gpu=true", "gpu", "--", "true")
+		startLabeledScheduler(t, conn, "web", "", map[string]string{"role": "web"})
+		startLabeledScheduler(t, conn, "b1", "", map[string]string{"role": "batch"})
+		coordtest.WaitFor(t, 30*time.Second, "b1 fires batch", func() error {
+			if got := mustCtlAuth(t, conn, "job", "show", "batch"); !strings.Contains(got, "fired by: b1\n") || !strings.Contains(got, `"routing": "spread"`) {
+				return fmt.Errorf("job show:\n%s", got)
+			}
+			return nil
+		})
+		if r := runCtlAuth(t, conn, "job", "show", "gpu"); r.code != 0 || !strings.Contains(r.stderr, "no running scheduler has labels matching its nodeSelector") {
+			t.Errorf("job show gpu: %v; want a warning", r)
+		}
+		if r := runCtlAuth(t, conn, "job", "run-now", "--wait", "30s", "batch"); r.code != 0 || !strings.Contains(r.stdout, "succeeded attempt 1 on b1") {
+			t.Errorf("run-now batch: %v; want it run on b1", r)
+		}
+	})
+}
+
+// TestJobHTTP: job add --http-url stores an HTTP job (its header values
+// shown as *** by job show); a scheduler without --http-allow refuses to
+// call it, and run-now says why.
+func TestJobHTTP(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		conn := chrootOf(t, tg)
+		if r := runCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--http-url", "ftp://x/", "hook"); r.code != ExitUsage || !strings.Contains(r.stderr, "http.url") {
+			t.Fatalf("job add --http-url ftp: %v; want exit 2 naming http.url", r)
+		}
+		if r := runCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--http-url", "http://127.0.0.1:9/", "hook", "--", "true"); r.code != ExitUsage {
+			t.Fatalf("job add --http-url with a command: %v; want exit 2", r)
+		}
+		mustCtlAuth(t, conn, "job", "add", "--schedule", "@yearly", "--http-url", "http://127.0.0.1:9/rebuild", "--http-method", "POST",
+			"--http-header", "Authorization: Bearer s3cret", "--http-success", "202", "hook")
+		show := mustCtlAuth(t, conn, "job", "show", "hook")
+		if strings.Contains(show, "s3cret") || !strings.Contains(show, `"Authorization": "***"`) || !strings.Contains(show, `"url": "http://127.0.0.1:9/rebuild"`) {
+			t.Fatalf("job show:\n%s", show)
+		}
+		startScheduler(t, conn)
+		r := runCtlAuth(t, conn, "job", "run-now", "--wait", "30s", "hook")
+		if r.code != ExitFailure || !strings.Contains(r.stderr, "--http-allow") {
+			t.Errorf("run-now of an HTTP job on a scheduler without --http-allow: %v; want exit 1 naming --http-allow", r)
 		}
 	})
 }

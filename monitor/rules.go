@@ -487,7 +487,9 @@ func jobTooLong(in *Input, th *Thresholds) []Finding {
 			continue
 		}
 		for _, r := range js.Runs {
-			if !r.Running || r.Result != nil {
+			// A run waiting for its upstream runs has not started: its
+			// starting deadline bounds the wait.
+			if !r.Running || r.Result != nil || r.Waiting != nil {
 				continue
 			}
 			start, seen := runStart(in, r)

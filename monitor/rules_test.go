@@ -69,6 +69,12 @@ func run(job, key string, status scheduler.Status, end time.Time) scheduler.RunI
 	return r
 }
 
+// waiting is r with its master waiting for upstream runs.
+func waiting(r scheduler.RunInfo) scheduler.RunInfo {
+	r.Waiting = &scheduler.Waiting{Version: 1, Upstream: []string{"extract"}}
+	return r
+}
+
 // eval runs one rule over in (History observed from an empty one unless
 // set) and returns the labels' values of its findings, and their
 // severities.
@@ -213,6 +219,8 @@ func TestRulesFindWhatTheyName(t *testing.T) {
 			run("j", "2026-11-25T10:00:00Z", "", time.Time{})}}}}}, []string{`JobTooLong{job="j",severity="warning"}`}},
 		{"run within its limit", RuleJobTooLong, Input{Snap: &cluster.Snapshot{Jobs: []scheduler.JobStatus{{Name: "j", Runs: []scheduler.RunInfo{
 			run("j", "2026-11-25T11:30:00Z", "", time.Time{})}}}}}, nil},
+		{"run waiting for its upstream runs past the limit", RuleJobTooLong, Input{Snap: &cluster.Snapshot{Jobs: []scheduler.JobStatus{{Name: "j", Runs: []scheduler.RunInfo{
+			waiting(run("j", "2026-11-25T10:00:00Z", "", time.Time{}))}}}}}, nil},
 		{"date-keyed run first seen running 2h ago", RuleJobTooLong, Input{
 			Snap:    &cluster.Snapshot{Jobs: []scheduler.JobStatus{{Name: "j", Runs: []scheduler.RunInfo{run("j", "2026-11-25", "", time.Time{})}}}},
 			History: History{Running: map[string]time.Time{"j/2026-11-25": t0.Add(-2 * time.Hour)}}}, []string{`JobTooLong{job="j",severity="warning"}`}},

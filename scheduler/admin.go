@@ -31,6 +31,9 @@ func (a *Admin) StoreJob(ctx context.Context, j Job) error {
 	if err := j.Validate(); err != nil {
 		return err
 	}
+	if err := a.CheckGraph(ctx, j); err != nil {
+		return err
+	}
 	s, data := a.s, j.Encode()
 	return s.Retry(ctx, func() error {
 		if err := s.EnsurePath(ctx, JobsPath); err != nil {
@@ -62,6 +65,9 @@ func (a *Admin) CreateJob(ctx context.Context, j Job) error {
 	if err := j.Validate(); err != nil {
 		return err
 	}
+	if err := a.CheckGraph(ctx, j); err != nil {
+		return err
+	}
 	s, data, tries := a.s, j.Encode(), 0
 	err := s.Retry(ctx, func() error {
 		tries++
@@ -89,6 +95,9 @@ func (a *Admin) CreateJob(ctx context.Context, j Job) error {
 // stored.
 func (a *Admin) UpdateJob(ctx context.Context, j Job, version int32) error {
 	if err := j.Validate(); err != nil {
+		return err
+	}
+	if err := a.CheckGraph(ctx, j); err != nil {
 		return err
 	}
 	s, data, tries := a.s, j.Encode(), 0
@@ -204,11 +213,53 @@ func (a *Admin) Paused(ctx context.Context, name string) (bool, error) {
 // manual-2026-11-25T13:01:27.405Z), and returns that key. It runs once,
 // on one scheduler that knows the job, whether or not the job is paused.
 func (a *Admin) Trigger(ctx context.Context, name string, now time.Time) (string, error) {
+	return a.TriggerRun(ctx, name, now, RunRequest{})
+}
+
+// RunRequest is what a run-now asks for besides the job.
+type RunRequest struct {
+	// RunKey, if set, is the key of the run asked for, in the format of
+	// the job's scheduled runs (a date, or RunKeyLayout): a backfill, or
+	// a run ahead of its schedule. Like a scheduled run it waits for the
+	// runs of that key of its upstream jobs (Job.After). A run that has
+	// a result is never run again (ErrRunDone). Empty: a run of its own,
+	// "manual-<UTC time>", which waits for no upstream run.
+	RunKey string
+	// Params are the run's parameters, passed to the command as
+	// SHEPHERD_PARAM_<name> and recorded in its result (ValidateParams
+	// bounds them). They are stored in the coordination tree as the
+	// trigger and the result are: no secrets.
+	Params map[string]string
+}
+
+// TriggerRun is Trigger with a RunRequest.
+func (a *Admin) TriggerRun(ctx context.Context, name string, now time.Time, req RunRequest) (string, error) {
 	if !namePattern.MatchString(name) {
 		return "", fmt.Errorf("%w: job name %q", ErrInvalidJob, name)
 	}
+	if err := ValidateParams(req.Params); err != nil {
+		return "", err
+	}
 	s, key := a.s, ManualPrefix+now.UTC().Format(RunKeyLayout)
+	if req.RunKey != "" {
+		if _, manual, ok := ParseRunKey(req.RunKey); !ok || manual {
+			return "", fmt.Errorf("%w: run key %q: want a date (2026-11-22) or a time in %s (2026-11-22T03:00:00Z), as the job's scheduled runs", ErrInvalidJob, req.RunKey, RunKeyLayout)
+		}
+		key = req.RunKey
+		r, done, err := readResult(ctx, s, name, key)
+		if err != nil {
+			return "", err
+		}
+		if done {
+			return "", fmt.Errorf("%w: job %s run %s ended %s; a run is never run again (shepherd ctl job show %s)", ErrRunDone, name, key, r.Status, name)
+		}
+	}
 	data := []byte(now.Format(time.RFC3339Nano))
+	if len(req.Params) > 0 {
+		// A document: schedulers of versions before parameters read
+		// no time in it and run the job without them, at once.
+		data, _ = json.Marshal(triggerDoc{Version: 1, Scheduled: now, Params: req.Params})
+	}
 	err := s.Retry(ctx, func() error {
 		if err := s.EnsurePath(ctx, TriggersPath); err != nil {
 			return err
@@ -273,6 +324,10 @@ type JobStatus struct {
 	// scheduler fires its own. Environment values are not compared:
 	// they are not published.
 	Differs bool `json:"differs,omitempty"`
+	// FiredBy are the running schedulers that fire the job: those that
+	// have it (in their file, or stored) and whose labels match its
+	// nodeSelector.
+	FiredBy []string `json:"firedBy,omitempty"`
 	// Error is why the stored job is refused (does not decode, or names
 	// another job); Job then has only its name unless a file defines it.
 	Error  string `json:"error,omitempty"`
@@ -309,6 +364,16 @@ func (js *JobStatus) Running() []string {
 		}
 	}
 	return out
+}
+
+// Run returns the run of key among js.Runs, or nil.
+func (js *JobStatus) Run(key string) *RunInfo {
+	for i := range js.Runs {
+		if js.Runs[i].RunKey == key {
+			return &js.Runs[i]
+		}
+	}
+	return nil
 }
 
 // Source says where the job comes from, in words: "stored",
@@ -362,6 +427,7 @@ func (a *Admin) Jobs(ctx context.Context, runs int) ([]JobStatus, []SchedulerInf
 	addFileJobs(byName, scheds, "")
 	out := make([]JobStatus, 0, len(byName))
 	for _, js := range byName {
+		setFiredBy(js, scheds)
 		if err := a.fill(ctx, js, runs); err != nil {
 			return nil, nil, err
 		}
@@ -394,6 +460,7 @@ func (a *Admin) Job(ctx context.Context, name string, runs int) (JobStatus, erro
 		return js, err
 	}
 	addFileJobs(map[string]*JobStatus{name: &js}, scheds, name)
+	setFiredBy(&js, scheds)
 	if err := a.fill(ctx, &js, runs); err != nil {
 		return js, err
 	}
@@ -435,6 +502,25 @@ func addFileJobs(byName map[string]*JobStatus, scheds []SchedulerInfo, only stri
 	}
 }
 
+// setFiredBy sets js.FiredBy from the running schedulers: each fires
+// its file's definition of the job if it has one, else the stored one,
+// if its labels match that definition's nodeSelector.
+func setFiredBy(js *JobStatus, scheds []SchedulerInfo) {
+	js.FiredBy = nil
+	for _, in := range scheds {
+		i := slices.IndexFunc(in.FileJobs, func(j Job) bool { return j.Name == js.Name })
+		switch {
+		case i >= 0 && Matches(in.FileJobs[i].NodeSelector, in.Labels):
+		case i < 0 && js.Stored && js.Error == "" && Matches(js.Job.NodeSelector, in.Labels):
+		default:
+			continue
+		}
+		if !slices.Contains(js.FiredBy, in.Host) {
+			js.FiredBy = append(js.FiredBy, in.Host)
+		}
+	}
+}
+
 // fill reads a job's paused flag and runs, computes its next fire
 // times and redacts its environment.
 func (a *Admin) fill(ctx context.Context, js *JobStatus, runs int) error {
@@ -456,4 +542,66 @@ func (a *Admin) fill(ctx context.Context, js *JobStatus, runs int) error {
 		js.Next = p.next(time.Now(), MaxNext)
 	}
 	return nil
+}
+
+// definitions returns the jobs the schedulers have: the stored ones that
+// decode and the jobs of the running schedulers' files (each file's
+// definition: a name may come several times).
+func (a *Admin) definitions(ctx context.Context) ([]Job, error) {
+	var names []string
+	err := a.s.Retry(ctx, func() (err error) {
+		names, _, err = a.s.Children(ctx, JobsPath)
+		return err
+	})
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, err
+	}
+	var out []Job
+	for _, n := range names {
+		j, err := a.LoadJob(ctx, n)
+		switch {
+		case errors.Is(err, ErrNoSuchJob), errors.Is(err, ErrInvalidJob):
+		case err != nil:
+			return nil, err
+		default:
+			out = append(out, j)
+		}
+	}
+	scheds, err := a.Schedulers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range scheds {
+		out = append(out, in.FileJobs...)
+	}
+	return out, nil
+}
+
+// CheckGraph reports the dependency cycle (Job.After) that jobs would
+// make with the jobs the schedulers have now — the stored ones and those
+// of the running schedulers' files, a job of jobs replacing the stored
+// one of its name: an ErrInvalidJob naming the job, the field (after)
+// and the cycle. StoreJob, CreateJob and UpdateJob call it; `ctl job add
+// --file` calls it with every job of the file before storing any.
+func (a *Admin) CheckGraph(ctx context.Context, jobs ...Job) error {
+	have, err := a.definitions(ctx)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(jobs))
+	for i, j := range jobs {
+		names[i] = j.Name
+	}
+	all := slices.DeleteFunc(have, func(j Job) bool { return slices.Contains(names, j.Name) })
+	return CheckCycles(append(all, jobs...), names...)
+}
+
+// Graph returns the dependency graph of the jobs the schedulers have
+// (`ctl job graph`).
+func (a *Admin) Graph(ctx context.Context) (Graph, error) {
+	jobs, err := a.definitions(ctx)
+	if err != nil {
+		return Graph{}, err
+	}
+	return BuildGraph(jobs), nil
 }

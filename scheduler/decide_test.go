@@ -40,7 +40,7 @@ func TestDecideStart(t *testing.T) {
 		{"abandoned", "2026-11-25", 0, false, attempts{Attempts: 1 + MaxTakeovers + 1, Failures: 1}, startVerdict{status: Abandoned, takeover: true}, "died 4 times"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := decideStart(p, tc.key, at, at.Add(tc.late), tc.missedOnly, tc.a)
+			got := decideStart(p, strings.HasPrefix(tc.key, ManualPrefix), at, at.Add(tc.late), tc.missedOnly, tc.a)
 			if !strings.Contains(got.err, tc.errHas) {
 				t.Errorf("err %q, want it to contain %q", got.err, tc.errHas)
 			}

@@ -19,6 +19,24 @@
 //     was taken over cannot publish.
 //   - A run whose result exists is done: every path checks result first.
 //
+// A job may wait for other jobs (Job.After): the master of its run waits,
+// before its first attempt, for the runs of the same run key of those
+// jobs, then runs or records the run Blocked (decideUpstream). The wait
+// changes nothing in the fencing below, which starts with the attempt.
+//
+// A sharded job's run (Job.Shards) is coordinated by its master; its
+// items are units of their own, elected, fenced and published exactly
+// as runs are (shard.go), by the schedulers working on the run.
+//
+// A job's nodeSelector limits it to the schedulers whose labels match
+// (selectJobs); routing spread holds back the election of a scheduler
+// that ran one of the latest runs (awaitTurn), which orders the election
+// and changes nothing else.
+//
+// A job runs a command, a registered Go function or an HTTP request
+// (http.go), the last only to a host on the scheduler's --http-allow
+// list, empty by default.
+//
 // Jobs come from a YAML file (ParseJobs) and/or from
 // /scheduler/jobs/<job> (JSON). /scheduler/paused/<job> pauses a job and
 // /scheduler/triggers/<job>@<run-key> asks for a run now; both work for
@@ -38,5 +56,6 @@
 // # Concurrency
 //
 // Scheduler.mu guards the job table, in-flight runs and subscribers; it
-// is never held while calling the coordination server or a job.
+// is never held while calling the coordination server or a job. The
+// mutex of one run's work (its workers list) is never held with it.
 package scheduler

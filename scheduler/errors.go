@@ -20,6 +20,17 @@ var (
 	// ErrVersionConflict reports a conditional UpdateJob that found the
 	// stored job changed since the version the caller read.
 	ErrVersionConflict = errors.New("scheduler: stored job changed since it was read")
+	// ErrInvalidParams reports run parameters (run-now --param) out of
+	// bounds or of a bad name; the message names the parameter.
+	ErrInvalidParams = errors.New("scheduler: invalid run parameters")
+	// ErrInvalidLabels reports a scheduler's labels (--labels) of a bad
+	// form; the message names the label.
+	ErrInvalidLabels = errors.New("scheduler: invalid labels")
+	// ErrInvalidHTTPAllow reports a bad --http-allow entry.
+	ErrInvalidHTTPAllow = errors.New("scheduler: invalid http allow-list")
+	// ErrRunDone reports a run-now of a run key that has a result: a
+	// run is never executed again.
+	ErrRunDone = errors.New("scheduler: run has a result")
 	// ErrUnknownFunc reports a job naming a Go function nobody registered.
 	ErrUnknownFunc = errors.New("scheduler: unknown job function")
 )

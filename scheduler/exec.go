@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -20,7 +22,12 @@ import (
 const (
 	outputTailBytes = 4 << 10
 	maxResultData   = 256 << 10
-	killGrace       = 2 * time.Second // SIGTERM to SIGKILL of a timed-out group
+	// MaxUpstreamEnv bounds the result data passed in UpstreamEnv: more
+	// (or data holding a NUL byte) is in the file of UpstreamEnv+"_FILE"
+	// only. Linux refuses to start a program with one environment
+	// string over 128 KiB.
+	MaxUpstreamEnv = 32 << 10
+	killGrace      = 2 * time.Second // SIGTERM to SIGKILL of a timed-out group
 )
 
 // JobFunc is a job implemented in Go, registered with
@@ -34,6 +41,14 @@ type Run struct {
 	RunKey    string
 	Scheduled time.Time
 	Attempt   int
+	// Upstream are the results of the upstream runs (Job.After) the run
+	// waited for, by job.
+	Upstream map[string]Result
+	// Params are the run's parameters (run-now --param), by name.
+	Params map[string]string
+	// Shard is the item of a sharded run (Job.Shards) this attempt
+	// executes, of Shards; Shards is 0 for a job that is not sharded.
+	Shard, Shards int
 }
 
 // outcome is one attempt's end.
@@ -41,10 +56,13 @@ type outcome struct {
 	status   Status
 	exitCode int
 	err      error
-	output   string
-	data     []byte
-	start    time.Time
-	end      time.Time
+	// final: the run ends with this attempt, whatever its retries (an
+	// HTTP job's host is not allowed).
+	final  bool
+	output string
+	data   []byte
+	start  time.Time
+	end    time.Time
 }
 
 // stopCause says why an attempt's context ended early.
@@ -93,13 +111,16 @@ func (sc *Scheduler) execute(ctx context.Context, p *plan, run Run, logPath stri
 	out := io.MultiWriter(lf, tail)
 
 	actx, cancel := ctx, context.CancelFunc(func() {})
-	if p.Timeout > 0 {
-		actx, cancel = context.WithTimeoutCause(ctx, p.Timeout.D(), stopCause{TimedOut})
+	if d := p.attemptTimeout(); d > 0 {
+		actx, cancel = context.WithTimeoutCause(ctx, d, stopCause{TimedOut})
 	}
 	defer cancel()
-	if p.Func != "" {
+	switch {
+	case p.Func != "":
 		o.data, o.err = sc.runFunc(actx, p, run, out)
-	} else {
+	case p.HTTP != nil:
+		o.data, o.exitCode, o.final, o.err = sc.runHTTP(actx, p, run, out)
+	default:
 		o.data, o.exitCode, o.err = runCommand(actx, p, run, out)
 	}
 	o.end = time.Now()
@@ -113,7 +134,7 @@ func (sc *Scheduler) execute(ctx context.Context, p *plan, run Run, logPath stri
 		}
 		switch o.status {
 		case TimedOut:
-			o.err = fmt.Errorf("timeout: still running after %v, stopped (%v)", p.Timeout.D(), o.err)
+			o.err = fmt.Errorf("timeout: still running after %v, stopped (%v)", p.attemptTimeout(), o.err)
 		case Replaced:
 			o.err = fmt.Errorf("stopped by a later run (concurrencyPolicy replace): %v", o.err)
 		default:
@@ -150,24 +171,24 @@ func (sc *Scheduler) runFunc(ctx context.Context, p *plan, run Run, out io.Write
 // runCommand runs the job's command in its own process group, so that a
 // timeout or a stop kills everything it started, not only its shell.
 func runCommand(ctx context.Context, p *plan, run Run, out io.Writer) (data []byte, exitCode int, err error) {
-	rf, err := os.CreateTemp("", "shepherd-result-*")
+	dir, err := os.MkdirTemp("", "shepherd-run-*")
 	if err != nil {
 		return nil, -1, fmt.Errorf("result file: %w", err)
 	}
-	rfName := rf.Name()
-	rf.Close()
-	defer os.Remove(rfName)
+	defer os.RemoveAll(dir)
+	rfName := filepath.Join(dir, "result")
+	if err := os.WriteFile(rfName, nil, 0o600); err != nil {
+		return nil, -1, fmt.Errorf("result file: %w", err)
+	}
+	runEnv, err := commandEnv(run, rfName, dir)
+	if err != nil {
+		return nil, -1, err
+	}
 
 	cmd := exec.Command(p.Command, p.Args...)
 	cmd.Dir = p.Dir
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(os.Environ(),
-		"SHEPHERD_JOB="+run.Job,
-		"SHEPHERD_RUN_KEY="+run.RunKey,
-		"SHEPHERD_ATTEMPT="+strconv.Itoa(run.Attempt),
-		"SHEPHERD_SCHEDULED_TIME="+run.Scheduled.Format(time.RFC3339),
-		"SHEPHERD_RESULT_FILE="+rfName,
-	)
+	cmd.Env = append(os.Environ(), runEnv...)
 	for k, v := range p.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -223,4 +244,43 @@ func readResultFile(ctx context.Context, name string) ([]byte, error) {
 		return nil, nil
 	}
 	return data, nil
+}
+
+// commandEnv is the environment Shepherd gives a run's command (besides
+// the job's env): SHEPHERD_JOB, SHEPHERD_RUN_KEY, …, SHEPHERD_SHARD and
+// SHEPHERD_SHARDS for an item of a sharded run, SHEPHERD_PARAM_<k>
+// of each parameter and, for each
+// upstream run, UpstreamEnv(job) with its data (when at most
+// MaxUpstreamEnv bytes without a NUL), _FILE naming a file in dir
+// holding it, and _STATUS.
+func commandEnv(run Run, resultFile, dir string) ([]string, error) {
+	env := []string{
+		"SHEPHERD_JOB=" + run.Job,
+		"SHEPHERD_RUN_KEY=" + run.RunKey,
+		"SHEPHERD_ATTEMPT=" + strconv.Itoa(run.Attempt),
+		"SHEPHERD_SCHEDULED_TIME=" + run.Scheduled.Format(time.RFC3339),
+		"SHEPHERD_RESULT_FILE=" + resultFile,
+	}
+	if run.Shards > 0 {
+		env = append(env, "SHEPHERD_SHARD="+strconv.Itoa(run.Shard), "SHEPHERD_SHARDS="+strconv.Itoa(run.Shards))
+	}
+	env = append(env, paramEnv(run.Params)...)
+	jobs := make([]string, 0, len(run.Upstream))
+	for j := range run.Upstream {
+		jobs = append(jobs, j)
+	}
+	slices.Sort(jobs)
+	for _, j := range jobs {
+		r := run.Upstream[j]
+		v := UpstreamEnv(j)
+		f := filepath.Join(dir, "upstream-"+j)
+		if err := os.WriteFile(f, r.Data, 0o600); err != nil {
+			return nil, fmt.Errorf("upstream data file of %s: %w", j, err)
+		}
+		env = append(env, v+"_FILE="+f, v+"_STATUS="+string(r.Status))
+		if len(r.Data) <= MaxUpstreamEnv && !bytes.ContainsRune(r.Data, 0) {
+			env = append(env, v+"="+string(r.Data))
+		}
+	}
+	return env, nil
 }

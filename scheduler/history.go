@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -55,34 +56,61 @@ func (sc *Scheduler) cleanup(ctx context.Context, p *plan) {
 	}
 }
 
-// deleteRun deletes a finished run's node and children in one multi, and
-// its local log file.
+// deleteRun deletes a finished run's node and everything below it (a
+// sharded run's items and workers) in one multi, and its local log
+// files. A run with a binding anywhere (its own, or an item's) is left
+// alone: someone works on it.
 func (sc *Scheduler) deleteRun(ctx context.Context, job, key string) error {
 	s := sc.sess
 	err := s.Retry(ctx, func() error {
-		kids, _, err := s.Children(ctx, RunPath(job, key))
-		if errors.Is(err, zk.ErrNoNode) {
+		var ops []any
+		busy := false
+		// below appends the deletes of p's descendants, deepest first.
+		var below func(p string) error
+		below = func(p string) error {
+			kids, _, err := s.Children(ctx, p)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			for _, k := range kids {
+				if k == "binding" {
+					busy = true
+					return nil
+				}
+				if err := below(p + "/" + k); err != nil || busy {
+					return err
+				}
+				ops = append(ops, &zk.DeleteRequest{Path: p + "/" + k, Version: -1})
+			}
 			return nil
 		}
-		if err != nil {
+		if ok, _, err := s.Exists(ctx, RunPath(job, key)); err != nil || !ok {
 			return err
 		}
-		var ops []any
-		for _, k := range kids {
-			if k == "binding" {
-				return nil // someone stands for it again: not finished
-			}
-			ops = append(ops, &zk.DeleteRequest{Path: RunPath(job, key) + "/" + k, Version: -1})
+		if err := below(RunPath(job, key)); err != nil || busy {
+			return err
 		}
 		ops = append(ops, &zk.DeleteRequest{Path: RunPath(job, key), Version: -1})
-		_, err = s.Multi(ctx, ops...)
+		_, err := s.Multi(ctx, ops...)
 		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrNotEmpty) {
 			return nil // another scheduler cleaned up, or a child appeared
 		}
 		return err
 	})
 	if err == nil {
-		_ = removeFile(sc.logPath(job, key))
+		_ = removeFile(runUnit(job, key).logPath(sc.logDir))
+		items, _ := filepath.Glob(filepath.Join(sc.logDir, job, globEscape(key)+".item-*.log"))
+		for _, f := range items {
+			_ = removeFile(f)
+		}
 	}
 	return err
+}
+
+// globEscape quotes the glob metacharacters of s.
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(s)
 }

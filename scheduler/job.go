@@ -37,6 +37,10 @@ const (
 	// has no StartingDeadline before the run counts as missed: a process
 	// stalled for longer must not start yesterday's run by surprise.
 	DefaultLateGrace = time.Minute
+	// DefaultUpstreamWait is how late a run of a job with After and no
+	// StartingDeadline may start: how long it waits for its upstream
+	// runs before it is recorded missed.
+	DefaultUpstreamWait = 24 * time.Hour
 	// MaxTakeovers is how many times a run is taken over after its master
 	// died, beyond the job's retries: a job that kills its host every
 	// time must not kill the whole cluster one host at a time.
@@ -63,6 +67,9 @@ type Job struct {
 	Args    []string `json:"args,omitempty" yaml:"args,omitempty"`
 	// Func names a Go function registered with Scheduler.RegisterFunc.
 	Func string `json:"func,omitempty" yaml:"func,omitempty"`
+	// HTTP is a request to make instead of a command (HTTPRequest); a
+	// scheduler makes it only to a host on its --http-allow list.
+	HTTP *HTTPRequest `json:"http,omitempty" yaml:"http,omitempty"`
 	// Env is added to the scheduler's environment for the command.
 	Env map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
 	// Dir is the command's working directory; empty: the scheduler's.
@@ -86,7 +93,51 @@ type Job struct {
 	// HistoryLimit is how many finished runs are kept under
 	// /master_election/<job>. Zero: DefaultHistoryLimit.
 	HistoryLimit int `json:"historyLimit,omitempty" yaml:"historyLimit,omitempty"`
+	// After lists the jobs whose run of the same run key must have ended
+	// before a run of this job starts, as WhenUpstream says. Until then
+	// the run is waiting (RunInfo.Waiting), for at most its starting
+	// deadline (lateLimit).
+	After []Dependency `json:"after,omitempty" yaml:"after,omitempty"`
+	// WhenUpstream is how the upstream runs must have ended for a run to
+	// start: succeeded (the default: all of them), failed (at least one
+	// did not succeed) or any. Otherwise the run is recorded Blocked.
+	WhenUpstream Condition `json:"whenUpstream,omitempty" yaml:"whenUpstream,omitempty"`
+	// Shards, from 2 to MaxShards, splits each run into items 0..Shards-1
+	// spread over the schedulers that settle the run, each executed once
+	// (SHEPHERD_SHARD, SHEPHERD_SHARDS); the run succeeds when every item
+	// does. 0 or 1: not sharded.
+	Shards int `json:"shards,omitempty" yaml:"shards,omitempty"`
+	// NodeSelector names labels (Options.Labels) a scheduler must all
+	// have, with these values, to fire the job. Empty: every scheduler.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty" yaml:"nodeSelector,omitempty"`
+	// Routing says which of the schedulers that fire the job runs a run:
+	// any (the default: the first to be elected) or spread (the runs go
+	// round them).
+	Routing Routing `json:"routing,omitempty" yaml:"routing,omitempty"`
 }
+
+// Dependency is one entry of Job.After.
+type Dependency struct {
+	// Job names the upstream job: its run of the same run key.
+	Job string `json:"job" yaml:"job"`
+}
+
+// Condition is Job.WhenUpstream.
+type Condition string
+
+// Conditions on the upstream runs of a job with After.
+const (
+	// UpstreamSucceeded: every upstream run succeeded.
+	UpstreamSucceeded Condition = "succeeded"
+	// UpstreamFailed: every upstream run ended and one at least did not
+	// succeed (a clean-up or alerting job).
+	UpstreamFailed Condition = "failed"
+	// UpstreamAny: every upstream run ended, however.
+	UpstreamAny Condition = "any"
+)
+
+// MaxUpstream bounds Job.After.
+const MaxUpstream = 32
 
 // Duration is a time.Duration written as Go writes durations ("90s",
 // "1h30m") in YAML and JSON.
@@ -116,6 +167,9 @@ func ParseJobs(data []byte) ([]Job, error) {
 			return nil, fmt.Errorf("%w: jobs[%d]: name %q is used twice", ErrInvalidJob, i, j.Name)
 		}
 		seen[j.Name] = true
+	}
+	if err := CheckCycles(f.Jobs); err != nil {
+		return nil, err
 	}
 	return f.Jobs, nil
 }
@@ -197,12 +251,16 @@ func compile(j Job) (*plan, error) {
 		s.Location = loc
 	}
 	switch {
-	case j.Command == "" && j.Func == "":
-		return bad("command", "missing: set command (a program) or func (a registered Go function)")
+	case j.Command == "" && j.Func == "" && j.HTTP == nil:
+		return bad("command", "missing: set command (a program), func (a registered Go function) or http (a URL to call)")
 	case j.Command != "" && j.Func != "":
 		return bad("func", "set either command or func, not both")
+	case j.HTTP != nil && (j.Command != "" || j.Func != ""):
+		return bad("http", "set one of command, func and http")
 	case j.Func != "" && (len(j.Args) > 0 || len(j.Env) > 0 || j.Dir != ""):
 		return bad("func", "args, env and dir apply to commands only")
+	case j.HTTP != nil && (len(j.Args) > 0 || len(j.Env) > 0 || j.Dir != ""):
+		return bad("http", "args, env and dir apply to commands only (an HTTP job's headers are http.headers)")
 	case j.Timeout < 0:
 		return bad("timeout", "negative")
 	case j.Retries < 0:
@@ -213,20 +271,41 @@ func compile(j Job) (*plan, error) {
 		return bad("startingDeadline", "negative")
 	case j.HistoryLimit < 0:
 		return bad("historyLimit", "negative")
+	case j.Shards < 0 || j.Shards > MaxShards:
+		return bad("shards", "%d: want 0 (not sharded) to %d", j.Shards, MaxShards)
 	}
 	switch j.ConcurrencyPolicy {
 	case "", Allow, Forbid, Replace:
 	default:
 		return bad("concurrencyPolicy", "%q: want allow, forbid or replace", j.ConcurrencyPolicy)
 	}
+	switch j.Routing {
+	case "", RouteAny, RouteSpread:
+	default:
+		return bad("routing", "%q: want any or spread", j.Routing)
+	}
+	if err := checkLabels("nodeSelector", j.NodeSelector); err != nil {
+		return nil, fmt.Errorf("%w: job %q: %v", ErrInvalidJob, j.Name, err)
+	}
 	for k := range j.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return bad("env", "bad variable name %q", k)
 		}
 	}
+	if err := checkAfter(j); err != nil {
+		return nil, err
+	}
+	if j.HTTP != nil {
+		if field, err := j.HTTP.check(); err != nil {
+			return bad(field, "%v", err)
+		}
+	}
 	p := &plan{Job: j, sched: sched, loc: loc}
 	if p.ConcurrencyPolicy == "" {
 		p.ConcurrencyPolicy = Allow
+	}
+	if p.WhenUpstream == "" {
+		p.WhenUpstream = UpstreamSucceeded
 	}
 	if p.HistoryLimit == 0 {
 		p.HistoryLimit = DefaultHistoryLimit
@@ -250,8 +329,9 @@ func (p *plan) next(t time.Time, n int) []time.Time {
 	return out
 }
 
-// RedactedValue stands for an environment value of a stored job in what
-// readers show (JobStatus): a job's environment may carry secrets.
+// RedactedValue stands for an environment value (or an HTTP job's header
+// value) of a stored job in what readers show (JobStatus): they may carry
+// secrets.
 const RedactedValue = "***"
 
 // Redacted returns the job with every environment value replaced by
@@ -268,6 +348,14 @@ func (j Job) Redacted() Job {
 // withEnv returns the job with each environment value v replaced by
 // value(v), in a map of its own.
 func (j Job) withEnv(value func(string) string) Job {
+	if j.HTTP != nil && len(j.HTTP.Headers) > 0 {
+		h := *j.HTTP
+		h.Headers = make(map[string]string, len(j.HTTP.Headers))
+		for k, v := range j.HTTP.Headers {
+			h.Headers[k] = value(v)
+		}
+		j.HTTP = &h
+	}
 	if len(j.Env) == 0 {
 		return j
 	}
@@ -347,10 +435,23 @@ func ParseRunKey(key string) (t time.Time, manual, ok bool) {
 	return time.Time{}, manual, false
 }
 
-// lateLimit is how late a run may start.
+// attemptTimeout bounds one attempt: the job's timeout, else
+// DefaultHTTPTimeout for an HTTP job; 0: no bound.
+func (p *plan) attemptTimeout() time.Duration {
+	if p.Timeout == 0 && p.HTTP != nil {
+		return DefaultHTTPTimeout
+	}
+	return p.Timeout.D()
+}
+
+// lateLimit is how late a run may start: its first attempt, after it
+// waited for its upstream runs if it has any.
 func (p *plan) lateLimit() time.Duration {
-	if p.StartingDeadline > 0 {
+	switch {
+	case p.StartingDeadline > 0:
 		return p.StartingDeadline.D()
+	case len(p.After) > 0:
+		return DefaultUpstreamWait
 	}
 	return DefaultLateGrace
 }

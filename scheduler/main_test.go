@@ -43,6 +43,8 @@ type childConfig struct {
 	Jobs    string `json:"jobs"` // jobs file contents
 	Host    string `json:"host"`
 	LogDir  string `json:"logDir"`
+	// HTTPAllow is its --http-allow.
+	HTTPAllow []string `json:"httpAllow,omitempty"`
 }
 
 func TestMain(m *testing.M) {
@@ -73,7 +75,7 @@ func runChild(conf string) int {
 		return 1
 	}
 	defer s.Close()
-	sc, err := New(s, Options{Jobs: jobs, Host: c.Host, LogDir: c.LogDir, Logger: log, Resync: time.Second})
+	sc, err := New(s, Options{Jobs: jobs, Host: c.Host, LogDir: c.LogDir, Logger: log, Resync: time.Second, HTTPAllow: c.HTTPAllow})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

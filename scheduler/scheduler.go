@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/ctxsleep"
+	"github.com/shepherd-dev/shepherd/internal/hostallow"
 )
 
 // Defaults of Options.
@@ -53,6 +56,12 @@ type Options struct {
 	// Registerer, if set, gets the scheduler's Prometheus metrics
 	// (shepherd_scheduler_*).
 	Registerer prometheus.Registerer
+	// Labels are this scheduler's labels: it fires only the jobs whose
+	// nodeSelector they match (--labels). Published with it.
+	Labels map[string]string
+	// HTTPAllow are the hosts HTTP jobs may call (--http-allow): CIDRs,
+	// IP addresses, host names as written. Empty: none.
+	HTTPAllow []string
 }
 
 // Scheduler fires jobs on their schedules and runs each run exactly once
@@ -69,12 +78,18 @@ type Scheduler struct {
 	runs    sync.WaitGroup // settle calls in flight
 	metrics *metrics
 
+	httpAllow  hostallow.List // hosts HTTP jobs may call
+	httpClient *http.Client
+
 	mu       sync.Mutex
 	refused  map[string]string // stored job or trigger path -> why it is refused
 	funcs    map[string]JobFunc
 	subs     map[int]chan Result
 	nextSub  int
 	inflight map[string]bool // job + "/" + run key settling here
+	// elsewhere are the jobs whose nodeSelector this scheduler does not
+	// match.
+	elsewhere map[string]bool
 }
 
 // New returns a Scheduler over s. It checks the file jobs; a bad one is
@@ -89,6 +104,16 @@ func New(s *recipe.Session, opts Options) (*Scheduler, error) {
 			return nil, fmt.Errorf("%w: name %q is used twice", ErrInvalidJob, j.Name)
 		}
 		seen[j.Name] = true
+	}
+	if err := CheckCycles(opts.Jobs); err != nil {
+		return nil, err
+	}
+	if err := checkLabels("labels", opts.Labels); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidLabels, err)
+	}
+	allow, err := ParseHTTPAllow(opts.HTTPAllow)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Host == "" {
 		opts.Host, _ = os.Hostname()
@@ -114,6 +139,7 @@ func New(s *recipe.Session, opts Options) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: register metrics: %w", err)
 	}
 	return &Scheduler{
+		httpAllow: allow, httpClient: httpClient(allow),
 		metrics: m, sess: s, opts: opts, host: opts.Host, pid: os.Getpid(), logDir: opts.LogDir,
 		log: opts.Logger.With("scheduler", opts.Host), now: opts.Now,
 		refused: map[string]string{}, funcs: map[string]JobFunc{}, subs: map[int]chan Result{}, inflight: map[string]bool{},
@@ -258,7 +284,7 @@ const leaveTimeout = 5 * time.Second
 // environment variables left out, since a jobs file may carry secrets that
 // were never meant for the coordination service.
 func (sc *Scheduler) info() SchedulerInfo {
-	in := SchedulerInfo{Version: 1, Host: sc.host, PID: sc.pid, Started: sc.now().UTC(), JobsFile: sc.opts.JobsFile, FileJobs: []Job{}}
+	in := SchedulerInfo{Version: 1, Host: sc.host, PID: sc.pid, Started: sc.now().UTC(), JobsFile: sc.opts.JobsFile, FileJobs: []Job{}, Labels: sc.opts.Labels}
 	for _, j := range sc.opts.Jobs {
 		j = j.withEnv(func(string) string { return RedactedEnv })
 		j.Version = 1
@@ -271,7 +297,7 @@ func (sc *Scheduler) info() SchedulerInfo {
 type state struct {
 	jobs     map[string]*plan
 	paused   map[string]bool
-	triggers map[string]string // trigger node name -> scheduled time (RFC 3339)
+	triggers map[string]triggerDoc // by trigger node name
 }
 
 // readState reads the stored jobs, paused jobs and triggers, watching
@@ -285,7 +311,30 @@ func (sc *Scheduler) readState(ctx context.Context, kick chan struct{}) (state, 
 	}
 	st, refused := decideState(sc.opts.Jobs, raw)
 	sc.setRefused(refused)
+	sc.selectJobs(st)
 	return st, nil
+}
+
+// selectJobs leaves out of st the jobs whose nodeSelector this
+// scheduler's labels do not match: it neither fires them nor answers
+// their triggers. A change of that set is logged.
+func (sc *Scheduler) selectJobs(st state) {
+	elsewhere := map[string]bool{}
+	for name, p := range st.jobs {
+		if !Matches(p.NodeSelector, sc.opts.Labels) {
+			elsewhere[name] = true
+			delete(st.jobs, name)
+		}
+	}
+	sc.mu.Lock()
+	old := sc.elsewhere
+	sc.elsewhere = elsewhere
+	sc.mu.Unlock()
+	for name := range elsewhere {
+		if !old[name] {
+			sc.log.Info("job not for this scheduler: its nodeSelector does not match the labels", "job", name, "labels", sc.opts.Labels)
+		}
+	}
 }
 
 // storedNode is a node of the scheduler's tree as read: its data, and
@@ -388,9 +437,10 @@ func (sc *Scheduler) readStored(ctx context.Context, kick chan struct{}) (stored
 // decideState is what the scheduler runs given its jobs file and the
 // stored tree, and what it refuses (path -> why): a stored job that does
 // not decode or names another job (decodeStoredJob), that a file job of
-// its name overrides, or that is untrusted; an untrusted trigger.
+// its name overrides, or that is untrusted; an untrusted trigger, or one
+// that does not decode (decodeTrigger: bad parameters).
 func decideState(fileJobs []Job, raw storedState) (state, map[string]string) {
-	st := state{jobs: map[string]*plan{}, paused: map[string]bool{}, triggers: map[string]string{}}
+	st := state{jobs: map[string]*plan{}, paused: map[string]bool{}, triggers: map[string]triggerDoc{}}
 	refused := map[string]string{}
 	for _, j := range fileJobs {
 		p, _ := compile(j) // validated by New
@@ -411,6 +461,27 @@ func decideState(fileJobs []Job, raw storedState) (state, map[string]string) {
 		}
 		st.jobs[name], _ = compile(j)
 	}
+	// A stored job on a dependency cycle would wait for itself (a cycle
+	// that ctl job add refuses, made by two adds at once, or with a
+	// file job).
+	all := make([]Job, 0, len(st.jobs))
+	for _, p := range st.jobs {
+		all = append(all, p.Job)
+	}
+	g := upstreamOf(all)
+	var onCycle []string
+	for name := range raw.jobs {
+		if _, ok := st.jobs[name]; !ok || slices.ContainsFunc(fileJobs, func(j Job) bool { return j.Name == name }) {
+			continue
+		}
+		if c := cycleThrough(g, name); c != nil {
+			refused[JobPath(name)] = cycleError(c).Error()
+			onCycle = append(onCycle, name)
+		}
+	}
+	for _, name := range onCycle {
+		delete(st.jobs, name)
+	}
 	for _, name := range raw.paused {
 		st.paused[name] = true
 	}
@@ -419,7 +490,12 @@ func decideState(fileJobs []Job, raw storedState) (state, map[string]string) {
 			refused[TriggersPath+"/"+name] = n.trust.Error()
 			continue
 		}
-		st.triggers[name] = string(n.data)
+		tr, err := decodeTrigger(n.data)
+		if err != nil {
+			refused[TriggersPath+"/"+name] = err.Error()
+			continue
+		}
+		st.triggers[name] = tr
 	}
 	return st, refused
 }
@@ -490,17 +566,13 @@ func (sc *Scheduler) reconcile(ctx context.Context, loops map[string]*jobLoop, s
 		}()
 		sc.log.Info("job scheduled", "job", name, "schedule", p.Schedule)
 	}
-	for trig, at := range st.triggers {
+	for trig, tr := range st.triggers {
 		job, key, ok := strings.Cut(trig, "@")
 		p := st.jobs[job]
 		if !ok || p == nil {
 			continue // another scheduler may know the job
 		}
-		scheduled, err := time.Parse(time.RFC3339Nano, at)
-		if err != nil {
-			scheduled = sc.now()
-		}
-		sc.start(ctx, p, key, scheduled, false, func() {
+		sc.start(ctx, runReq{p: p, key: key, scheduled: tr.Scheduled, manual: true, params: tr.Params}, func() {
 			err := sc.sess.Retry(ctx, func() error {
 				err := sc.sess.Delete(ctx, TriggersPath+"/"+trig, -1)
 				if errors.Is(err, zk.ErrNoNode) {
@@ -559,12 +631,13 @@ func (sc *Scheduler) fire(ctx, runCtx context.Context, p *plan, t time.Time, mis
 	if err == nil && t.After(m.LastScheduled) {
 		sc.writeMarker(ctx, p.Name, marker{LastScheduled: t}, ver)
 	}
-	sc.start(runCtx, p, key, t, missedOnly, nil)
+	sc.start(runCtx, runReq{p: p, key: key, scheduled: t, missedOnly: missedOnly}, nil)
 }
 
 // start settles a run in the background unless this scheduler already
 // does; then runs after.
-func (sc *Scheduler) start(ctx context.Context, p *plan, key string, t time.Time, missedOnly bool, after func()) {
+func (sc *Scheduler) start(ctx context.Context, req runReq, after func()) {
+	p, key := req.p, req.key
 	id := p.Name + "/" + key
 	sc.mu.Lock()
 	if sc.inflight[id] {
@@ -581,7 +654,7 @@ func (sc *Scheduler) start(ctx context.Context, p *plan, key string, t time.Time
 			delete(sc.inflight, id)
 			sc.mu.Unlock()
 		}()
-		r, err := sc.settle(ctx, p, key, t, missedOnly)
+		r, err := sc.settle(ctx, req)
 		if err != nil {
 			if ctx.Err() == nil {
 				sc.log.Error("run not settled", "job", p.Name, "run", key, "err", err)

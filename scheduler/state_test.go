@@ -44,7 +44,7 @@ func TestDecideStateRefusesWhatItMustNotRun(t *testing.T) {
 	if !st.paused["good"] || len(st.paused) != 1 {
 		t.Errorf("paused %v", st.paused)
 	}
-	if len(st.triggers) != 1 || st.triggers["good@manual-1"] == "" {
+	if len(st.triggers) != 1 || st.triggers["good@manual-1"].Scheduled.IsZero() {
 		t.Errorf("triggers %v, want the trusted one alone", st.triggers)
 	}
 	for path, why := range map[string]string{

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -47,6 +49,9 @@ type SchedulerInfo struct {
 	PID      int       `json:"pid"`
 	Started  time.Time `json:"started"`
 	JobsFile string    `json:"jobsFile,omitempty"`
+	// Labels are its labels (Options.Labels), which jobs' nodeSelector
+	// match.
+	Labels map[string]string `json:"labels,omitempty"`
 	// FileJobs are the jobs of its jobs file, each environment value
 	// replaced by RedactedEnv.
 	FileJobs []Job `json:"fileJobs"`
@@ -70,6 +75,61 @@ func ResultPath(job, key string) string { return path.Join(RunPath(job, key), "r
 func attemptsPath(job, key string) string { return path.Join(RunPath(job, key), "attempts") }
 func cancelPath(job, key string) string   { return path.Join(RunPath(job, key), "cancel") }
 
+// ItemsPath is the node of a sharded run's items, created by its master
+// when the items may start; its data is {"version", "shards"}.
+func ItemsPath(job, key string) string { return path.Join(RunPath(job, key), "items") }
+
+// ItemPath is the node of one item of a sharded run, with the binding,
+// attempts and result of the item as a run has them.
+func ItemPath(job, key string, item int) string {
+	return path.Join(ItemsPath(job, key), strconv.Itoa(item))
+}
+
+// workersPath holds an EPHEMERAL node per scheduler working on a sharded
+// run's items (<host>-<session id>), over which the items are spread.
+func workersPath(job, key string) string { return path.Join(RunPath(job, key), "workers") }
+
+// unit is what one election is held for: a run, or one item of a
+// sharded run (item ≥ 0). Each has a binding, attempts and a result,
+// below its own node, and the same fencing.
+type unit struct {
+	job, key string
+	item     int // -1: the run
+}
+
+func runUnit(job, key string) unit { return unit{job: job, key: key, item: -1} }
+
+func (u unit) path() string {
+	if u.item < 0 {
+		return RunPath(u.job, u.key)
+	}
+	return ItemPath(u.job, u.key, u.item)
+}
+
+func (u unit) bindingPath() string  { return path.Join(u.path(), "binding") }
+func (u unit) resultPath() string   { return path.Join(u.path(), "result") }
+func (u unit) attemptsPath() string { return path.Join(u.path(), "attempts") }
+
+// logPath is the local log file of the unit: <dir>/<job>/<run-key>.log,
+// <run-key>.item-<i>.log for an item.
+func (u unit) logPath(dir string) string {
+	if u.item < 0 {
+		return filepath.Join(dir, u.job, u.key+".log")
+	}
+	return filepath.Join(dir, u.job, fmt.Sprintf("%s.item-%d.log", u.key, u.item))
+}
+
+func (u unit) String() string {
+	if u.item < 0 {
+		return fmt.Sprintf("job %s run %s", u.job, u.key)
+	}
+	return fmt.Sprintf("job %s run %s item %d", u.job, u.key, u.item)
+}
+
+// waitingPath is the EPHEMERAL node of a run whose master waits for its
+// upstream runs; its data is a Waiting.
+func waitingPath(job, key string) string { return path.Join(RunPath(job, key), "waiting") }
+
 // Status is the outcome of a run.
 type Status string
 
@@ -82,6 +142,9 @@ const (
 	Skipped   Status = "skipped"  // forbid: an earlier run was still running
 	Replaced  Status = "replaced" // replace: a later run stopped it
 	Abandoned Status = "abandoned"
+	// Blocked: its upstream runs did not end as its whenUpstream
+	// requires (by default: one of them did not succeed).
+	Blocked Status = "blocked"
 )
 
 // Result is the outcome of a run, stored in .../result by its master.
@@ -104,6 +167,29 @@ type Result struct {
 	// Data is what the job wrote to $SHEPHERD_RESULT_FILE (or its Go
 	// function returned): the computed result shared with the cluster.
 	Data []byte `json:"data,omitempty"`
+	// Upstream is the status of each upstream run (Job.After) the run
+	// waited for, by job.
+	Upstream map[string]Status `json:"upstream,omitempty"`
+	// Params are the run's parameters (run-now --param).
+	Params map[string]string `json:"params,omitempty"`
+	// Shard is set in the result of an item of a sharded run: its number.
+	Shard *int `json:"shard,omitempty"`
+	// Items sum up the items of a sharded run, in the run's result. Its
+	// Attempt counts the run's coordinators; each item has its own.
+	Items []ItemSummary `json:"items,omitempty"`
+}
+
+// Waiting is the data of a run's waiting node: its master waits for the
+// runs of the same key of the jobs in Upstream.
+type Waiting struct {
+	Version int `json:"version"`
+	// Upstream are the jobs whose run has no result yet.
+	Upstream []string `json:"upstream"`
+	// Since is when the master began to wait; Until, when the run is
+	// recorded missed if it is still waiting (its starting deadline).
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	Host  string    `json:"host,omitempty"`
 }
 
 // attempts is the data of .../attempts.
@@ -123,8 +209,14 @@ type marker struct {
 
 // readResult returns a run's result; found is false if it has none yet.
 func readResult(ctx context.Context, s *recipe.Session, job, key string) (r Result, found bool, err error) {
+	return readUnitResult(ctx, s, runUnit(job, key))
+}
+
+// readUnitResult returns a unit's result; found is false if it has none
+// yet.
+func readUnitResult(ctx context.Context, s *recipe.Session, u unit) (r Result, found bool, err error) {
 	var data []byte
-	data, _, err = s.Retrying().Get(ctx, ResultPath(job, key))
+	data, _, err = s.Retrying().Get(ctx, u.resultPath())
 	if errors.Is(err, zk.ErrNoNode) {
 		return Result{}, false, nil
 	}
@@ -132,7 +224,7 @@ func readResult(ctx context.Context, s *recipe.Session, job, key string) (r Resu
 		return Result{}, false, err
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
-		return Result{}, false, fmt.Errorf("scheduler: result of %s/%s: %w", job, key, err)
+		return Result{}, false, fmt.Errorf("scheduler: result of %s: %w", u, err)
 	}
 	return r, true, nil
 }
@@ -164,6 +256,18 @@ func listRuns(ctx context.Context, s *recipe.Session, job string) ([]RunInfo, er
 		}); err != nil {
 			return nil, err
 		}
+		if ri.Running && !ok {
+			w, err := readWaiting(ctx, s, job, k)
+			if err != nil {
+				return nil, err
+			}
+			ri.Waiting = w
+		}
+		if !ok {
+			if ri.Items, err = readItems(ctx, s, job, k); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, ri)
 	}
 	sortRuns(out)
@@ -176,5 +280,27 @@ type RunInfo struct {
 	RunKey    string    `json:"runKey"`
 	Scheduled time.Time `json:"scheduled,omitzero"` // zero until the run has a result
 	Running   bool      `json:"running"`            // a master holds the binding
-	Result    *Result   `json:"result,omitempty"`
+	// Waiting is set while the run's master waits for upstream runs
+	// (Job.After): the run is WAITING, not yet executing.
+	Waiting *Waiting `json:"waiting,omitempty"`
+	// Items are the items of a sharded run whose items are open and
+	// which has no result yet (once it has, Result.Items).
+	Items  []ItemSummary `json:"items,omitempty"`
+	Result *Result       `json:"result,omitempty"`
+}
+
+// readWaiting reads a run's waiting node: nil when it has none.
+func readWaiting(ctx context.Context, s *recipe.Session, job, key string) (*Waiting, error) {
+	data, _, err := s.Retrying().Get(ctx, waitingPath(job, key))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var w Waiting
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("scheduler: waiting node of %s/%s: %w", job, key, err)
+	}
+	return &w, nil
 }

@@ -34,19 +34,19 @@ func TestStaleMasterCannotPublish(t *testing.T) {
 		if err := old.sess.EnsurePath(ctx, RunPath("j", key)); err != nil {
 			t.Fatal(err)
 		}
-		if won, err := old.elect(ctx, "j", key, time.Now()); !won || err != nil {
+		if won, err := old.elect(ctx, runUnit("j", key), time.Now()); !won || err != nil {
 			t.Fatalf("elect = %v, %v; want won", won, err)
 		}
-		ver, err := old.writeAttempts(ctx, "j", key, attempts{Attempts: 1}, -1)
+		ver, err := old.writeAttempts(ctx, runUnit("j", key), attempts{Attempts: 1}, -1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The new master took over (as after the old one's session expired)
 		// and started attempt 2.
-		if _, err := next.writeAttempts(ctx, "j", key, attempts{Attempts: 2}, ver); err != nil {
+		if _, err := next.writeAttempts(ctx, runUnit("j", key), attempts{Attempts: 2}, ver); err != nil {
 			t.Fatal(err)
 		}
-		_, err = old.publish(ctx, p, Result{Job: "j", RunKey: key, Status: Succeeded, Host: "old", Attempt: 1}, ver)
+		_, err = old.publish(ctx, p, runUnit("j", key), Result{Job: "j", RunKey: key, Status: Succeeded, Host: "old", Attempt: 1}, ver)
 		if !errors.Is(err, ErrNotMaster) {
 			t.Fatalf("stale publish = %v, want ErrNotMaster", err)
 		}
@@ -70,11 +70,11 @@ func TestSettledRunNeverRunsAgain(t *testing.T) {
 		}
 		at := time.Now()
 		key := p.RunKey(at)
-		first, err := sc.settle(ctx, p, key, at, false)
+		first, err := sc.settle(ctx, runReq{p: p, key: key, scheduled: at})
 		if err != nil || first.Status != Succeeded {
 			t.Fatalf("first settle = %+v, %v; want succeeded", first, err)
 		}
-		again, err := sc.settle(ctx, p, key, at, false)
+		again, err := sc.settle(ctx, runReq{p: p, key: key, scheduled: at})
 		if err != nil || !again.Start.Equal(first.Start) || again.Host != first.Host {
 			t.Fatalf("second settle = %+v, %v; want the first result", again, err)
 		}

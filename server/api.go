@@ -495,13 +495,26 @@ func (s *Server) apiJobRuns(w http.ResponseWriter, r *http.Request, p principal)
 	return nil
 }
 
+// runRequest is the body of POST /api/v1/jobs/{job}/run, which may be
+// empty: the options of `ctl job run-now`.
+type runRequest struct {
+	Params map[string]string `json:"params,omitempty"`
+	RunKey string            `json:"runKey,omitempty"`
+}
+
 func (s *Server) apiJobRun(w http.ResponseWriter, r *http.Request, p principal) error {
 	name := r.PathValue("job")
+	var req runRequest
+	if r.ContentLength != 0 {
+		if err := readJSON(w, r, &req); err != nil {
+			return err
+		}
+	}
 	if _, err := s.job(r.Context(), name); err != nil {
 		return err
 	}
-	key, err := scheduler.NewAdmin(s.deps.Session).Trigger(r.Context(), name, s.deps.Now())
-	s.record(r, p, "job.run", "job/"+name, nil, map[string]string{"runKey": key}, err)
+	key, err := scheduler.NewAdmin(s.deps.Session).TriggerRun(r.Context(), name, s.deps.Now(), scheduler.RunRequest{RunKey: req.RunKey, Params: req.Params})
+	s.record(r, p, "job.run", "job/"+name, nil, map[string]any{"runKey": key, "params": req.Params}, err)
 	if err != nil {
 		return err
 	}

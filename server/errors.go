@@ -47,6 +47,8 @@ func classify(err error) *apiError {
 		{core.ErrVersionConflict, http.StatusPreconditionFailed, "version_conflict"},
 		{core.ErrInvalidSpec, http.StatusBadRequest, "invalid"},
 		{scheduler.ErrInvalidJob, http.StatusBadRequest, "invalid"},
+		{scheduler.ErrInvalidParams, http.StatusBadRequest, "invalid"},
+		{scheduler.ErrRunDone, http.StatusConflict, "exists"},
 		{auth.ErrInvalid, http.StatusBadRequest, "invalid"},
 		{scheduler.ErrVersionConflict, http.StatusPreconditionFailed, "version_conflict"},
 		{core.ErrTaskExists, http.StatusConflict, "exists"},

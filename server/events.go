@@ -139,6 +139,8 @@ func jobSummary(j JobStatus) liveJob {
 		switch {
 		case r.Result != nil:
 			lr.State = string(r.Result.Status)
+		case r.Waiting != nil:
+			lr.State = "waiting"
 		case r.Running:
 			lr.State = "running"
 		}

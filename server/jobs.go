@@ -187,6 +187,9 @@ func (s *Server) apiUpdateJob(w http.ResponseWriter, r *http.Request, p principa
 // choosing, so they must type them again — as keepPasswords does for a
 // task's passwords.
 func keepEnv(j *scheduler.Job, old scheduler.Job, haveOld bool) error {
+	if err := keepHeaders(j, old, haveOld); err != nil {
+		return err
+	}
 	keys := make([]string, 0, len(j.Env))
 	for k, v := range j.Env {
 		if v == scheduler.RedactedValue {
@@ -203,6 +206,36 @@ func keepEnv(j *scheduler.Job, old scheduler.Job, haveOld bool) error {
 			return errorf(http.StatusBadRequest, "invalid", fmt.Sprintf("env.%s: the stored value is kept only for the same command, args and dir: type it again", k))
 		}
 		j.Env[k] = v
+	}
+	return nil
+}
+
+// keepHeaders is keepEnv for an HTTP job's header values: kept only for
+// the same URL and method, where they would go.
+func keepHeaders(j *scheduler.Job, old scheduler.Job, haveOld bool) error {
+	if j.HTTP == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(j.HTTP.Headers))
+	for k, v := range j.HTTP.Headers {
+		if v == scheduler.RedactedValue {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		var v string
+		ok := haveOld && old.HTTP != nil
+		if ok {
+			v, ok = old.HTTP.Headers[k]
+		}
+		switch {
+		case !ok:
+			return errorf(http.StatusBadRequest, "invalid", fmt.Sprintf("http.headers.%s: %s stands for a stored value, and %s has none: type the value", k, scheduler.RedactedValue, j.Name))
+		case j.HTTP.URL != old.HTTP.URL || j.HTTP.Method != old.HTTP.Method:
+			return errorf(http.StatusBadRequest, "invalid", fmt.Sprintf("http.headers.%s: the stored value is kept only for the same url and method: type it again", k))
+		}
+		j.HTTP.Headers[k] = v
 	}
 	return nil
 }

@@ -222,3 +222,112 @@ func mustJob(t testing.TB, js string) scheduler.Job {
 	}
 	return j
 }
+
+// TestJobDependenciesThroughTheAPI: the console refuses a job that closes
+// a dependency cycle (400 naming the field and the cycle, nothing
+// stored), as ctl job add does (the same Admin check); the edit form
+// shows a job's dependencies, shards, node selector and routing, so
+// that saving it keeps them.
+func TestJobDependenciesThroughTheAPI(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	admin := c.as("admin")
+	if st, body := admin.do("POST", "/api/v1/jobs", `{"name":"a","schedule":"@daily","command":"true","after":[{"job":"b"}],"whenUpstream":"any","shards":4,"nodeSelector":{"zone":"eu","role":"batch"},"routing":"spread"}`, nil); st != http.StatusCreated {
+		t.Fatalf("create a: %d %s", st, body)
+	}
+	st, body := admin.do("POST", "/api/v1/jobs", `{"name":"b","schedule":"@daily","command":"true","after":[{"job":"a"}]}`, nil)
+	if st != http.StatusBadRequest || !strings.Contains(body, `after: cycle b → a → b`) {
+		t.Fatalf("create b closing a cycle: %d %s; want 400 naming the cycle", st, body)
+	}
+	if _, err := scheduler.NewAdmin(c.session).LoadJob(t.Context(), "b"); err == nil {
+		t.Fatal("a refused job was stored")
+	}
+	if st, body := admin.do("POST", "/api/v1/jobs", `{"name":"b","schedule":"@daily","command":"true","whenUpstream":"failed"}`, nil); st != http.StatusBadRequest || !strings.Contains(body, "whenUpstream") {
+		t.Fatalf("create with whenUpstream and no after: %d %s; want 400 naming whenUpstream", st, body)
+	}
+	st, body = admin.do("GET", "/jobs/a/edit", nil, nil)
+	if st != 200 || !strings.Contains(body, `id="j-after" rows="3">b</textarea>`) || !strings.Contains(body, `<option selected>any</option>`) || !strings.Contains(body, `id="j-shards" type="number" min="0" max="256" step="1" value="4"`) ||
+		!strings.Contains(body, `id="j-node-selector" rows="2">role=batch
+zone=eu</textarea>`) || !strings.Contains(body, `<option selected>spread</option>`) {
+		t.Fatalf("edit form of a: %d %s", st, body)
+	}
+}
+
+// TestJobRunWithParamsThroughTheAPI: POST /api/v1/jobs/{job}/run takes
+// the options of ctl job run-now — parameters, a run key — in an
+// optional body; bad ones are a 400 naming the parameter, and store no
+// trigger; the audit records the parameters.
+func TestJobRunWithParamsThroughTheAPI(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	if err := scheduler.NewAdmin(c.session).StoreJob(context.Background(), mustJob(t, jobJSON)); err != nil {
+		t.Fatal(err)
+	}
+	op := c.as("operator")
+	st, body := op.do("POST", "/api/v1/jobs/report/run", `{"params":{"day":"2026-11-22"},"runKey":"2026-11-22"}`, nil)
+	if st != http.StatusAccepted || !strings.Contains(body, `"runKey":"2026-11-22"`) {
+		t.Fatalf("run with params: %d %s", st, body)
+	}
+	data, _, err := c.session.Get(t.Context(), scheduler.TriggersPath+"/report@2026-11-22")
+	if err != nil || !strings.Contains(string(data), `"params":{"day":"2026-11-22"}`) {
+		t.Fatalf("trigger %s (%v), want the parameters", data, err)
+	}
+	if st, body := op.do("POST", "/api/v1/jobs/report/run", nil, nil); st != http.StatusAccepted {
+		t.Fatalf("run without a body: %d %s", st, body)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"params":{"a-b":"x"}}`, `param \"a-b\"`},
+		{`{"runKey":"tomorrow"}`, "run key"},
+		{`{"colour":"blue"}`, "colour"},
+	} {
+		if st, body := op.do("POST", "/api/v1/jobs/report/run", tc.body, nil); st != http.StatusBadRequest || !strings.Contains(body, tc.want) {
+			t.Errorf("run with %s: %d %s; want 400 mentioning %s", tc.body, st, body, tc.want)
+		}
+	}
+	kids, _, err := c.session.Children(t.Context(), scheduler.TriggersPath)
+	if err != nil || len(kids) != 2 {
+		t.Errorf("triggers %v (%v), want the two accepted", kids, err)
+	}
+	st, body = c.as("admin").do("GET", "/api/v1/audit", nil, nil)
+	if st != 200 || !strings.Contains(body, `"params":{"day":"2026-11-22"}`) {
+		t.Errorf("audit: %d %s; want the run's parameters", st, body)
+	}
+}
+
+// TestHTTPJobThroughTheAPI: an HTTP job is created and edited from the
+// console: its header values are never shown, are kept when sent back as
+// *** for the same URL and method and must be typed again for another;
+// the form shows its request.
+func TestHTTPJobThroughTheAPI(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	admin := c.as("admin")
+	const create = `{"name":"hook","schedule":"@daily","http":{"url":"https://api.example.com/rebuild","method":"POST","headers":{"Authorization":"Bearer s3cret"},"body":"{}","successStatus":[200,202]}}`
+	st, body := admin.do("POST", "/api/v1/jobs", create, nil)
+	if st != http.StatusCreated || strings.Contains(body, "s3cret") || !strings.Contains(body, `"Authorization":"***"`) {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	if st, body := admin.do("POST", "/api/v1/jobs", strings.Replace(strings.Replace(create, "hook", "bad", 1), `"POST"`, `"BREW"`, 1), nil); st != http.StatusBadRequest || !strings.Contains(body, "http.method") {
+		t.Errorf("create with a bad method: %d %s", st, body)
+	}
+	st, body = admin.do("GET", "/jobs/hook/edit", nil, nil)
+	if st != 200 || strings.Contains(body, "s3cret") || !strings.Contains(body, `value="https://api.example.com/rebuild"`) ||
+		!strings.Contains(body, "Authorization: ***") || !strings.Contains(body, `<option selected>POST</option>`) || !strings.Contains(body, `value="200 202"`) {
+		t.Fatalf("edit form: %d %s", st, body)
+	}
+	kept := strings.Replace(strings.Replace(create, "Bearer s3cret", "***", 1), `"body":"{}"`, `"body":"{\"all\":true}"`, 1)
+	if st, body := admin.do("PUT", "/api/v1/jobs/hook", kept, map[string]string{"If-Match": `"0"`}); st != 200 {
+		t.Fatalf("update keeping the header: %d %s", st, body)
+	}
+	j, err := scheduler.NewAdmin(c.session).LoadJob(t.Context(), "hook")
+	if err != nil || j.HTTP.Headers["Authorization"] != "Bearer s3cret" || j.HTTP.Body != `{"all":true}` {
+		t.Fatalf("stored: %+v (%v)", j.HTTP, err)
+	}
+	moved := strings.Replace(kept, "api.example.com", "evil.example.com", 1)
+	if st, body := admin.do("PUT", "/api/v1/jobs/hook", moved, map[string]string{"If-Match": `"1"`}); st != http.StatusBadRequest || !strings.Contains(body, "http.headers.Authorization") {
+		t.Errorf("update sending the stored header elsewhere: %d %s; want 400", st, body)
+	}
+}

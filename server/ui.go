@@ -385,7 +385,7 @@ type jobsPage struct {
 
 // gridStates are the states a run grid cell is coloured by.
 var gridStates = []string{string(scheduler.Succeeded), string(scheduler.Failed), string(scheduler.TimedOut), string(scheduler.Skipped),
-	string(scheduler.Missed), string(scheduler.Replaced), string(scheduler.Abandoned), "running", "pending"}
+	string(scheduler.Missed), string(scheduler.Replaced), string(scheduler.Abandoned), string(scheduler.Blocked), "waiting", "running", "pending"}
 
 // jobForm is the data of the job form: the job to edit (none for a new
 // one) with its environment values hidden, and the text of its
@@ -395,6 +395,14 @@ type jobForm struct {
 	Version *int32 // of the stored node; nil for a new job
 	Args    string // one a line
 	Env     string // NAME=value a line, values RedactedValue
+	After   string // upstream jobs, one a line
+	// NodeSelector is key=value a line.
+	NodeSelector string
+	// Headers are an HTTP job's headers, "Name: value" a line (values
+	// RedactedValue); Success its success statuses, space-separated.
+	Headers, Success string
+	// Methods are the HTTP methods an HTTP job may use.
+	Methods []string
 }
 
 func newJobForm(j scheduler.Job, version *int32) jobForm {
@@ -404,7 +412,31 @@ func newJobForm(j scheduler.Job, version *int32) jobForm {
 		env = append(env, k+"="+v)
 	}
 	slices.Sort(env)
-	return jobForm{Job: j, Version: version, Args: strings.Join(j.Args, "\n"), Env: strings.Join(env, "\n")}
+	after := make([]string, len(j.After))
+	for i, d := range j.After {
+		after[i] = d.Job
+	}
+	sel := make([]string, 0, len(j.NodeSelector))
+	for k, v := range j.NodeSelector {
+		sel = append(sel, k+"="+v)
+	}
+	slices.Sort(sel)
+	f := jobForm{Job: j, Version: version, Args: strings.Join(j.Args, "\n"), Env: strings.Join(env, "\n"), After: strings.Join(after, "\n"),
+		NodeSelector: strings.Join(sel, "\n"), Methods: []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}}
+	if j.HTTP != nil {
+		hs := make([]string, 0, len(j.HTTP.Headers))
+		for k, v := range j.HTTP.Headers {
+			hs = append(hs, k+": "+v)
+		}
+		slices.Sort(hs)
+		f.Headers = strings.Join(hs, "\n")
+		st := make([]string, len(j.HTTP.SuccessStatus))
+		for i, c := range j.HTTP.SuccessStatus {
+			st[i] = strconv.Itoa(c)
+		}
+		f.Success = strings.Join(st, " ")
+	}
+	return f
 }
 
 // auditPage is the data of the audit page: a stream's newest entries.

@@ -56,3 +56,23 @@ func TestCollectorFlagErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSchedulerFlagErrors: the scheduler's own flags are checked before
+// it connects, errors naming the flag.
+func TestSchedulerFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--labels", "role"}, `--labels: "role": want key=value`},
+		{[]string{"--labels", "role=batch,role=web"}, "--labels: role given twice"},
+		{[]string{"--labels", "zone=eu west"}, `--labels: label zone="eu west"`},
+		{[]string{"--http-allow", "10.0.0.0/8,api .example.com"}, `--http-allow "api .example.com"`},
+	} {
+		app := &cli.App{Name: "shepherd", Commands: []*cli.Command{roleCommand(schedulerRole())}, Writer: os.Stderr}
+		err := app.Run(append([]string{"shepherd", "scheduler", "--zk", "127.0.0.1:1", "--log-dir", t.TempDir()}, tc.args...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("shepherd scheduler %s: %v, want an error with %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}

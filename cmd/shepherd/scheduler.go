@@ -30,6 +30,8 @@ flags win over it. See docs/scheduler.md.`,
 				&cli.StringFlag{Name: "jobs", Usage: "YAML file with a jobs list (docs/scheduler.md)"},
 				&cli.StringFlag{Name: "host", Usage: "this scheduler's name in results (default: the hostname)"},
 				&cli.StringFlag{Name: "log-dir", Value: "shepherd-scheduler-logs", Usage: "directory of the per-run log files"},
+				&cli.StringSliceFlag{Name: "labels", Usage: "key=value labels of this scheduler (comma-separated or repeated): it fires only the jobs whose nodeSelector they match"},
+				&cli.StringSliceFlag{Name: "http-allow", Usage: "hosts HTTP jobs may call: CIDR (10.0.0.0/8), IP or host name (matched as written, not resolved); comma-separated or repeated; default none"},
 			}
 		},
 		setup:    setupScheduler,
@@ -52,12 +54,21 @@ func setupScheduler(c *cli.Context, log *slog.Logger) (starter, error) {
 			return nil, fmt.Errorf("--jobs %s: %w", path, err)
 		}
 	}
+	labels, err := scheduler.ParseLabels(c.StringSlice("labels"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := scheduler.ParseHTTPAllow(c.StringSlice("http-allow")); err != nil {
+		return nil, err
+	}
 	opts := scheduler.Options{
-		Jobs:     jobs,
-		JobsFile: c.String("jobs"),
-		Host:     c.String("host"),
-		LogDir:   c.String("log-dir"),
-		Logger:   log,
+		Jobs:      jobs,
+		JobsFile:  c.String("jobs"),
+		Host:      c.String("host"),
+		LogDir:    c.String("log-dir"),
+		Logger:    log,
+		Labels:    labels,
+		HTTPAllow: c.StringSlice("http-allow"),
 	}
 	return func(e env) (func(context.Context) error, error) {
 		opts.Registerer = e.http.Registry

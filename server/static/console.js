@@ -40,6 +40,20 @@ function wireActions() {
       }
     });
   }
+  onSubmit("run-form", async (f, form) => {
+    const body = {};
+    const params = {};
+    for (const l of lines(f.get("params"))) {
+      const i = l.indexOf("=");
+      if (i <= 0) throw new Error("param " + JSON.stringify(l) + ": want NAME=value");
+      params[l.slice(0, i)] = l.slice(i + 1);
+    }
+    if (Object.keys(params).length) body.params = params;
+    const key = (f.get("runKey") || "").trim();
+    if (key) body.runKey = key;
+    const {data} = await api("POST", "/api/v1/jobs/" + encodeURIComponent(form.dataset.job) + "/run", body);
+    flash("Done: run " + data.runKey);
+  });
   onSubmit("skip-form", async (f, form) => {
     const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(form.dataset.task) + "/skip-event", {confirm: f.get("confirm")});
     flash("Skipped to " + data.after.file + ":" + data.after.pos + "; start the task to resume");
@@ -208,11 +222,11 @@ function wireTaskForm() {
 function jobFromForm(form) {
   const f = new FormData(form);
   const j = {name: (f.get("name") || "").trim(), schedule: (f.get("schedule") || "").trim()};
-  for (const k of ["timeZone", "command", "func", "dir", "timeout", "retryBackoff", "concurrencyPolicy", "startingDeadline"]) {
+  for (const k of ["timeZone", "command", "func", "dir", "timeout", "retryBackoff", "concurrencyPolicy", "startingDeadline", "whenUpstream", "routing"]) {
     const v = (f.get(k) || "").trim();
     if (v) j[k] = v;
   }
-  for (const k of ["retries", "historyLimit"]) {
+  for (const k of ["retries", "historyLimit", "shards"]) {
     const v = (f.get(k) || "").trim();
     if (v) j[k] = /^-?\d+$/.test(v) ? Number(v) : v; // the server names a bad value
   }
@@ -226,6 +240,32 @@ function jobFromForm(form) {
     env[l.slice(0, i)] = l.slice(i + 1);
   }
   if (Object.keys(env).length) j.env = env;
+  const after = lines(f.get("after"));
+  if (after.length) j.after = after.map((job) => ({job: job}));
+  const url = (f.get("httpUrl") || "").trim();
+  if (url) {
+    j.http = {url: url};
+    const m = (f.get("httpMethod") || "").trim();
+    if (m) j.http.method = m;
+    const body = f.get("httpBody") || "";
+    if (body) j.http.body = body;
+    const hs = {};
+    for (const l of lines(f.get("httpHeaders"))) {
+      const i = l.indexOf(":");
+      if (i <= 0) throw new Error("http.headers: " + JSON.stringify(l) + ": want Name: value");
+      hs[l.slice(0, i).trim()] = l.slice(i + 1).trim();
+    }
+    if (Object.keys(hs).length) j.http.headers = hs;
+    const st = (f.get("httpSuccess") || "").trim().split(/\s+/).filter((x) => x);
+    if (st.length) j.http.successStatus = st.map((x) => /^\d+$/.test(x) ? Number(x) : x);
+  }
+  const sel = {};
+  for (const l of lines(f.get("nodeSelector"))) {
+    const i = l.indexOf("=");
+    if (i <= 0) throw new Error("nodeSelector: " + JSON.stringify(l) + ": want key=value");
+    sel[l.slice(0, i)] = l.slice(i + 1);
+  }
+  if (Object.keys(sel).length) j.nodeSelector = sel;
   return j;
 }
 
@@ -414,7 +454,11 @@ function showRuns(table, runs) {
     tb.className = "run";
     tb.id = "run-" + r.runKey;
     if (!r.result) {
-      tb.append(row([r.runKey, r.running ? "running" : "pending"], 1));
+      if (r.waiting) {
+        tb.append(row([r.runKey, "waiting", "", "", "", "", "for the runs of " + r.waiting.upstream.join(", ") + " (missed after " + utc(r.waiting.until) + ")"], 1));
+      } else {
+        tb.append(row([r.runKey, r.running ? "running" : "pending"], 1));
+      }
       return tb;
     }
     const head = row([r.runKey, r.result.status, r.result.host, utc(r.result.start), took(r.result), r.result.exitCode, ""], 1);
@@ -431,6 +475,18 @@ function showRuns(table, runs) {
       const p = document.createElement("p");
       p.className = "err";
       p.textContent = r.result.error;
+      td.append(p);
+    }
+    if (r.result.items) {
+      const p = document.createElement("p");
+      p.className = "hint items";
+      p.textContent = "Items: " + r.result.items.map((it) => it.item + " " + it.status + " (attempt " + it.attempt + " on " + it.host + ")").join(", ");
+      td.append(p);
+    }
+    if (r.result.params) {
+      const p = document.createElement("p");
+      p.className = "hint params";
+      p.textContent = "Parameters: " + Object.keys(r.result.params).sort().map((k) => k + "=" + r.result.params[k]).join(" ");
       td.append(p);
     }
     const pre = document.createElement(r.result.output ? "pre" : "p");
