@@ -96,6 +96,18 @@ func recordStates(s *Session) *stateRecorder {
 	return r
 }
 
+// next waits for the next state.
+func (r *stateRecorder) next(t testing.TB, d time.Duration) State {
+	t.Helper()
+	select {
+	case st := <-r.ch:
+		return st
+	case <-time.After(d):
+		t.Fatalf("no state within %v", d)
+		return 0
+	}
+}
+
 // expect waits for the next states to be want, in order.
 func (r *stateRecorder) expect(t testing.TB, d time.Duration, want ...State) {
 	t.Helper()
