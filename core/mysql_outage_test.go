@@ -25,8 +25,10 @@ func TestMySQLCoordServerRestart(t *testing.T) {
 		createWorkloadSchema(t, db, source, target)
 		task := "restart_" + db
 		mustAdd(t, a, mysqlSpec(task, db, source, target))
-		startCoreOn(t, dial(t, srv.Addr, sessionTimeout), "a", MySQL{}, func(c *Config) { c.Tasks = []string{task} })
+		aSession := dial(t, srv.Addr, sessionTimeout)
+		startCoreOn(t, aSession, "a", MySQL{}, func(c *Config) { c.Tasks = []string{task} })
 		before := waitOwner(t, a, task, "a", StateRunning, 30*time.Second)
+		aID := aSession.ID()
 		startCoreOn(t, dial(t, srv.Addr, sessionTimeout), "b", MySQL{}, func(c *Config) { c.Tasks = []string{task} })
 		coordtest.WaitFor(t, 10*time.Second, "the start position in lastCommit", func() error {
 			if lc, ok, err := readLastCommit(ctx, a.s, a.layout.LastCommit(task)); !ok || err != nil || lc.Position().IsZero() {
@@ -50,8 +52,13 @@ func TestMySQLCoordServerRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitSameTables(t, source, target, db, 90*time.Second)
-		after := waitOwner(t, a, task, "a", StateRunning, 30*time.Second)
-		if after.Name != before.Name || after.State.Epoch != before.State.Epoch {
+		// How long the server takes to come back is the machine's (a JVM
+		// restart has taken 84 s next to a CPU hog): if a's session did
+		// not survive it, the task moved to a new term, and the tables
+		// above are what must hold; else the term is the same.
+		if aSession.ID() != aID {
+			t.Logf("the server came back after the session timeout (%v): a's session was lost, the task has a new term", sessionTimeout)
+		} else if after := waitOwner(t, a, task, "a", StateRunning, 30*time.Second); after.Name != before.Name || after.State.Epoch != before.State.Epoch {
 			t.Errorf("owner %s epoch %d after the restart, %s epoch %d before: want the same term", after.Name, after.State.Epoch, before.Name, before.State.Epoch)
 		}
 		coordtest.WaitFor(t, 10*time.Second, "lastCommit to catch up", func() error {
