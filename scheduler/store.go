@@ -72,8 +72,7 @@ func BindingPath(job, key string) string { return path.Join(RunPath(job, key), "
 // ResultPath is the persistent outcome of a run.
 func ResultPath(job, key string) string { return path.Join(RunPath(job, key), "result") }
 
-func attemptsPath(job, key string) string { return path.Join(RunPath(job, key), "attempts") }
-func cancelPath(job, key string) string   { return path.Join(RunPath(job, key), "cancel") }
+func cancelPath(job, key string) string { return path.Join(RunPath(job, key), "cancel") }
 
 // ItemsPath is the node of a sharded run's items, created by its master
 // when the items may start; its data is {"version", "shards"}.
