@@ -68,57 +68,14 @@ func appendLiteral(b []byte, c *column, v any, where bool) ([]byte, error) {
 	return b, fmt.Errorf("column %s: internal error: parameter of type %T", c.name, p)
 }
 
-func asInt64(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case int32:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int:
-		return int64(x), true
-	case uint64:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint8:
-		return int64(x), true
-	}
-	return 0, false
-}
-
 // labelsOf maps an ENUM index (1-based; 0 is the empty error value) or a
 // SET bit mask to its labels.
 func labelsOf(c *column, v any) (string, error) {
-	n, ok := asInt64(v)
-	if !ok {
-		return "", fmt.Errorf("column %s: %s value of type %T", c.name, strings.ToUpper(c.dataType), v)
+	text, err := EnumSetText(v, c.labels, c.dataType == "set")
+	if err != nil {
+		return "", fmt.Errorf("column %s: %w (labels of the target's definition)", c.name, err)
 	}
-	if c.dataType == "enum" {
-		switch {
-		case n == 0:
-			return "", nil
-		case n < 0 || int(n) > len(c.labels):
-			return "", fmt.Errorf("column %s: ENUM index %d, but the target's definition has %d labels", c.name, n, len(c.labels))
-		}
-		return c.labels[n-1], nil
-	}
-	mask := uint64(n)
-	if len(c.labels) < 64 && mask>>len(c.labels) != 0 {
-		return "", fmt.Errorf("column %s: SET mask %#x, but the target's definition has %d labels", c.name, mask, len(c.labels))
-	}
-	var parts []string
-	for i, l := range c.labels {
-		if mask&(1<<i) != 0 {
-			parts = append(parts, l)
-		}
-	}
-	return strings.Join(parts, ","), nil
+	return text, nil
 }
 
 // appendText writes a value that arrived as text or bytes, by the type of
@@ -245,7 +202,7 @@ func paramOf(c *column, v any) (any, error) {
 	case "enum", "set":
 		return labelsOf(c, v)
 	case "bit":
-		n, ok := asInt64(v)
+		n, ok := IntValue(v)
 		if !ok {
 			return nil, fmt.Errorf("column %s: BIT value of type %T", c.name, v)
 		}

@@ -291,35 +291,14 @@ func appendValue(b []byte, c *column, v any) ([]byte, error) {
 		return append(b, "null"...), nil
 	}
 	switch c.typ {
-	case gomysql.MYSQL_TYPE_ENUM:
-		n, ok := asInt64(v)
-		switch {
-		case !ok:
-			return b, fmt.Errorf("ENUM value of type %T", v)
-		case n == 0:
-			return append(b, `""`...), nil
-		case n < 0 || int(n) > len(c.labels):
-			return b, fmt.Errorf("ENUM index %d, but the table map has %d labels", n, len(c.labels))
+	case gomysql.MYSQL_TYPE_ENUM, gomysql.MYSQL_TYPE_SET:
+		text, err := replication.EnumSetText(v, c.labels, c.typ == gomysql.MYSQL_TYPE_SET)
+		if err != nil {
+			return b, fmt.Errorf("%w (labels of the table map)", err)
 		}
-		return appendJSONString(b, c.labels[n-1]), nil
-	case gomysql.MYSQL_TYPE_SET:
-		n, ok := asInt64(v)
-		if !ok {
-			return b, fmt.Errorf("SET value of type %T", v)
-		}
-		mask := uint64(n)
-		if len(c.labels) < 64 && mask>>len(c.labels) != 0 {
-			return b, fmt.Errorf("SET mask %#x, but the table map has %d labels", mask, len(c.labels))
-		}
-		var parts []string
-		for i, l := range c.labels {
-			if mask&(1<<i) != 0 {
-				parts = append(parts, l)
-			}
-		}
-		return appendJSONString(b, strings.Join(parts, ",")), nil
+		return appendJSONString(b, text), nil
 	case gomysql.MYSQL_TYPE_BIT:
-		n, ok := asInt64(v)
+		n, ok := replication.IntValue(v)
 		if !ok {
 			return b, fmt.Errorf("BIT value of type %T", v)
 		}
@@ -361,7 +340,7 @@ func appendValue(b []byte, c *column, v any) ([]byte, error) {
 	case int:
 		return strconv.AppendInt(b, int64(x), 10), nil
 	case uint8, uint16, uint32, uint64:
-		n, _ := asInt64(x)
+		n, _ := replication.IntValue(x)
 		return strconv.AppendUint(b, uint64(n), 10), nil
 	case float32:
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
@@ -411,30 +390,6 @@ func appendText(b []byte, c *column, s string) ([]byte, error) {
 		return b, fmt.Errorf("%s bytes %q: %w", c.charset, s, err)
 	}
 	return appendJSONString(b, u), nil
-}
-
-func asInt64(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case int32:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int:
-		return int64(x), true
-	case uint64:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint8:
-		return int64(x), true
-	}
-	return 0, false
 }
 
 // appendJSONString writes s, which must be valid UTF-8, as a JSON string.
