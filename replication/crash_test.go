@@ -2,16 +2,14 @@ package replication
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/crashload"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -46,12 +44,6 @@ func helperMain() int {
 	return 4
 }
 
-// crasher runs a replicator that can be crashed and restarted.
-type crasher interface {
-	start(t *testing.T)
-	crash(t *testing.T)
-}
-
 // inProcess runs Run in a goroutine; a crash cancels its context, which
 // drops the target connection wherever the applier is (mid-statement,
 // mid-commit) — the target rolls back what was not committed.
@@ -61,47 +53,10 @@ type inProcess struct {
 	rn   *run
 }
 
-func (c *inProcess) start(t *testing.T) { c.rn = startRun(t, c.r, c.from, 1, "inproc") }
-func (c *inProcess) crash(t *testing.T) {
+func (c *inProcess) Start(t *testing.T) { c.rn = startRun(t, c.r, c.from, 1, "inproc") }
+func (c *inProcess) Crash(t *testing.T) {
 	if err := c.rn.stop(); err != nil {
 		t.Fatalf("Run failed before the crash: %v", err)
-	}
-}
-
-// subprocess runs the replicator in a child process; a crash is SIGKILL.
-type subprocess struct {
-	spec helperSpec
-	cmd  *exec.Cmd
-	out  *os.File
-}
-
-func (c *subprocess) start(t *testing.T) {
-	b, err := json.Marshal(c.spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+string(b))
-	cmd.Stdout, cmd.Stderr = c.out, c.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start replicator process: %v", err)
-	}
-	c.cmd = cmd
-	t.Cleanup(func() { c.kill() })
-}
-
-func (c *subprocess) crash(t *testing.T) {
-	if c.cmd.ProcessState != nil {
-		t.Fatalf("replicator process exited before the crash: %v (see %s)", c.cmd.ProcessState, c.out.Name())
-	}
-	c.kill()
-}
-
-func (c *subprocess) kill() {
-	if c.cmd != nil && c.cmd.ProcessState == nil {
-		c.cmd.Process.Signal(syscall.SIGKILL)
-		c.cmd.Wait()
 	}
 }
 
@@ -127,7 +82,7 @@ func TestCrashAndResume(t *testing.T) {
 				"CREATE TABLE "+db+".counter (id INT PRIMARY KEY, n INT NOT NULL)",
 				"INSERT INTO "+db+".counter VALUES (1, 0)")
 
-			var c crasher
+			var c crashload.Crasher
 			switch mode {
 			case "cancel":
 				c = &inProcess{r: r, from: from}
@@ -138,20 +93,20 @@ func TestCrashAndResume(t *testing.T) {
 				}
 				spec := helperSpec{Config: cfg, From: from, Epoch: 1, Owner: "child"}
 				spec.Config.Logger = nil
-				c = &subprocess{spec: spec, out: out}
+				c = &crashload.Subprocess{Env: helperEnv, Spec: spec, Out: out}
 			}
 
-			load := startLoad(t, source, db, 1500)
-			c.start(t)
+			load := crashload.Start(t, source, db, 1500)
+			c.Start(t)
 			for i := 0; i < 6; i++ {
 				// Let it apply a little, then crash it mid-stream.
 				waitApplied(t, r, 3)
-				c.crash(t)
-				c.start(t)
+				c.Crash(t)
+				c.Start(t)
 			}
-			txns := load.finish(t)
+			txns := load.Finish(t)
 			waitCaughtUp(t, r, source, nil)
-			c.crash(t)
+			c.Crash(t)
 			assertSameData(t, source, target, db, db)
 			var n, logRows, distinct int
 			target.DB(t).QueryRow("SELECT n FROM " + db + ".counter WHERE id = 1").Scan(&n)
@@ -161,111 +116,6 @@ func TestCrashAndResume(t *testing.T) {
 			}
 		})
 	}
-}
-
-// crashLoad writes txns source transactions, each touching all three
-// tables: an upsert and sometimes a delete in kv, one appended log row,
-// and one counter increment.
-func crashLoad(conn *sql.DB, db string, txns int) error {
-	for i := 1; i <= txns; i++ {
-		if err := crashTxn(conn, db, i); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// crashTxn writes source transaction number i of the crash load.
-func crashTxn(conn *sql.DB, db string, i int) error {
-	tx, err := conn.Begin()
-	if err != nil {
-		return err
-	}
-	stmts := []string{
-		fmt.Sprintf("INSERT INTO %s.kv VALUES (%d, 'v%d', 0) ON DUPLICATE KEY UPDATE n = n + 1", db, i%200, i),
-		fmt.Sprintf("INSERT INTO %s.log VALUES (%d, 'txn %d')", db, i, i),
-		fmt.Sprintf("UPDATE %s.counter SET n = n + 1 WHERE id = 1", db),
-	}
-	if i%7 == 0 {
-		stmts = append(stmts, fmt.Sprintf("DELETE FROM %s.kv WHERE id = %d", db, (i*13)%200))
-	}
-	for _, s := range stmts {
-		if _, err := tx.Exec(s); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("%s: %w", s, err)
-		}
-	}
-	return tx.Commit()
-}
-
-// maxLoadTxns bounds a sourceLoad: one that is never stopped fails the
-// test rather than writing forever.
-const maxLoadTxns = 200000
-
-// sourceLoad writes crash-load transactions until the test stops it. A
-// test that must crash or fence a replicator while the source is being
-// written orders it that way: the load runs until the test has done so.
-// A fixed transaction count hoped to outlast the crashes is a race the
-// replicator wins on a fast day (the checkpoint stops moving once it has
-// caught up with a finished load).
-type sourceLoad struct {
-	stop chan struct{}
-	done chan loadResult
-}
-
-type loadResult struct {
-	txns int
-	err  error
-}
-
-// startLoad starts a load that writes at least atLeast transactions.
-func startLoad(t *testing.T, source *testpeer.MariaDB, db string, atLeast int) *sourceLoad {
-	l := &sourceLoad{stop: make(chan struct{}), done: make(chan loadResult, 1)}
-	pool := source.DB(t)
-	go func() {
-		i := 0
-		for {
-			if i >= atLeast {
-				select {
-				case <-l.stop:
-					l.done <- loadResult{txns: i}
-					return
-				default:
-				}
-			}
-			if i >= maxLoadTxns {
-				l.done <- loadResult{txns: i, err: fmt.Errorf("load not stopped after %d transactions", i)}
-				return
-			}
-			if err := crashTxn(pool, db, i+1); err != nil {
-				l.done <- loadResult{txns: i, err: err}
-				return
-			}
-			i++
-		}
-	}()
-	t.Cleanup(l.halt)
-	return l
-}
-
-func (l *sourceLoad) halt() {
-	select {
-	case <-l.stop:
-	default:
-		close(l.stop)
-	}
-}
-
-// finish stops the load and returns how many transactions it committed.
-func (l *sourceLoad) finish(t *testing.T) int {
-	t.Helper()
-	l.halt()
-	res := <-l.done
-	l.done <- res
-	if res.err != nil {
-		t.Fatalf("load: %v", res.err)
-	}
-	return res.txns
 }
 
 // waitApplied waits until the target's checkpoint has been seen at moves

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/crashload"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
@@ -28,20 +29,12 @@ func runErr(t *testing.T, rn *run, within time.Duration) error {
 	}
 }
 
-// backgroundLoad runs crashLoad and reports its result on the channel.
+// backgroundLoad runs crashload.Txns and reports its result on the channel.
 func backgroundLoad(t *testing.T, source *testpeer.MariaDB, db string, txns int) chan error {
 	done := make(chan error, 1)
 	pool := source.DB(t)
-	go func() { done <- crashLoad(pool, db, txns) }()
+	go func() { done <- crashload.Txns(pool, db, txns) }()
 	return done
-}
-
-func createCrashTables(t *testing.T, source *testpeer.MariaDB, db string) {
-	source.Exec(t, "CREATE DATABASE "+db,
-		"CREATE TABLE "+db+".kv (id INT PRIMARY KEY, v VARCHAR(40), n INT)",
-		"CREATE TABLE "+db+".log (txn INT, note VARCHAR(40))",
-		"CREATE TABLE "+db+".counter (id INT PRIMARY KEY, n INT NOT NULL)",
-		"INSERT INTO "+db+".counter VALUES (1, 0)")
 }
 
 func TestFencing(t *testing.T) {
@@ -51,8 +44,8 @@ func TestFencing(t *testing.T) {
 	cfg := newConfig(t, source, target, db)
 	r1 := openReplicator(t, cfg)
 	from := currentPosition(t, r1)
-	createCrashTables(t, source, db)
-	load := startLoad(t, source, db, 1500)
+	crashload.CreateTables(t, source, db)
+	load := crashload.Start(t, source, db, 1500)
 
 	old := startRun(t, r1, from, 1, "old")
 	waitApplied(t, r1, 3)
@@ -70,7 +63,7 @@ func TestFencing(t *testing.T) {
 		t.Errorf("ErrFenced classified as retryable or generic non-retryable: %v", err)
 	}
 
-	load.finish(t)
+	load.Finish(t)
 	waitCaughtUp(t, r2, source, newer)
 	assertSameData(t, source, target, db, db)
 	cp, _, _ := r2.TargetCheckpoint(t.Context())
@@ -248,8 +241,8 @@ func TestTargetCrashRetriesAndCatchesUp(t *testing.T) {
 	cfg := newConfig(t, source, target, db)
 	r := openReplicator(t, cfg)
 	from := currentPosition(t, r)
-	createCrashTables(t, source, db)
-	load := startLoad(t, source, db, 1500)
+	crashload.CreateTables(t, source, db)
+	load := crashload.Start(t, source, db, 1500)
 	rn := startRun(t, r, from, 1, "test")
 	waitApplied(t, r, 3)
 
@@ -261,7 +254,7 @@ func TestTargetCrashRetriesAndCatchesUp(t *testing.T) {
 		return nil
 	})
 	target.Start(t)
-	txns := load.finish(t)
+	txns := load.Finish(t)
 	waitCaughtUp(t, r, source, rn)
 	if p := rn.progress(); p.State != StateRunning || p.Retries != 0 {
 		t.Errorf("after recovery progress = %+v, want running with no retries pending", p)
@@ -283,20 +276,20 @@ func TestSourceRestartReconnects(t *testing.T) {
 	cfg := newConfig(t, source, target, db)
 	r := openReplicator(t, cfg)
 	from := currentPosition(t, r)
-	createCrashTables(t, source, db)
+	crashload.CreateTables(t, source, db)
 	rn := startRun(t, r, from, 1, "test")
 
 	for _, restart := range []func(){
 		func() { source.Restart(t) },
 		func() { source.Kill(); source.Start(t) },
 	} {
-		if err := crashLoad(source.DB(t), db, 300); err != nil {
+		if err := crashload.Txns(source.DB(t), db, 300); err != nil {
 			t.Fatal(err)
 		}
 		waitCaughtUp(t, r, source, rn)
 		restart()
 		// Rows written after the restart land in a new binlog file.
-		if err := crashLoad(source.DB(t), db, 300); err != nil {
+		if err := crashload.Txns(source.DB(t), db, 300); err != nil {
 			t.Fatal(err)
 		}
 		waitCaughtUp(t, r, source, rn)
@@ -321,9 +314,9 @@ func TestSilentSourceIsDetected(t *testing.T) {
 	cfg := newConfig(t, source, target, db)
 	r := openReplicator(t, cfg)
 	from := currentPosition(t, r)
-	createCrashTables(t, source, db)
+	crashload.CreateTables(t, source, db)
 	rn := startRun(t, r, from, 1, "test")
-	if err := crashLoad(source.DB(t), db, 100); err != nil {
+	if err := crashload.Txns(source.DB(t), db, 100); err != nil {
 		t.Fatal(err)
 	}
 	waitCaughtUp(t, r, source, rn)
@@ -342,7 +335,7 @@ func TestSilentSourceIsDetected(t *testing.T) {
 	if err := source.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	if err := crashLoad(source.DB(t), db, 100); err != nil {
+	if err := crashload.Txns(source.DB(t), db, 100); err != nil {
 		t.Fatal(err)
 	}
 	waitCaughtUp(t, r, source, rn)

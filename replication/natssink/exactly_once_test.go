@@ -2,14 +2,11 @@ package natssink
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 	binlog "github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/crashload"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 	"github.com/shepherd-dev/shepherd/replication"
 )
@@ -57,12 +55,6 @@ func helperMain() int {
 	return 4
 }
 
-// crasher runs a replicator that can be crashed and restarted.
-type crasher interface {
-	start(t *testing.T)
-	crash(t *testing.T)
-}
-
 // inProcess cancels Run wherever it is: mid-publish, waiting for acks,
 // mid-checkpoint.
 type inProcess struct {
@@ -71,143 +63,11 @@ type inProcess struct {
 	rn   *bgRun
 }
 
-func (c *inProcess) start(t *testing.T) { c.rn = startRun(t, c.r, c.from, 1, "inproc") }
-func (c *inProcess) crash(t *testing.T) {
+func (c *inProcess) Start(t *testing.T) { c.rn = startRun(t, c.r, c.from, 1, "inproc") }
+func (c *inProcess) Crash(t *testing.T) {
 	if err := c.rn.stop(); err != nil {
 		t.Fatalf("Run failed before the crash: %v", err)
 	}
-}
-
-// subprocess runs the replicator in a child process; a crash is SIGKILL.
-type subprocess struct {
-	spec helperSpec
-	cmd  *exec.Cmd
-	out  *os.File
-}
-
-func (c *subprocess) start(t *testing.T) {
-	b, err := json.Marshal(c.spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+string(b))
-	cmd.Stdout, cmd.Stderr = c.out, c.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start replicator process: %v", err)
-	}
-	c.cmd = cmd
-	t.Cleanup(c.kill)
-}
-
-func (c *subprocess) crash(t *testing.T) {
-	if c.cmd.ProcessState != nil {
-		t.Fatalf("replicator process exited before the crash: %v (see %s)", c.cmd.ProcessState, c.out.Name())
-	}
-	c.kill()
-}
-
-func (c *subprocess) kill() {
-	if c.cmd != nil && c.cmd.ProcessState == nil {
-		c.cmd.Process.Signal(syscall.SIGKILL)
-		c.cmd.Wait()
-	}
-}
-
-// createLoadTables makes the tables of the load in db.
-func createLoadTables(t *testing.T, source *testpeer.MariaDB, db string) {
-	source.Exec(t, "CREATE DATABASE "+db,
-		"CREATE TABLE "+db+".kv (id INT PRIMARY KEY, v VARCHAR(40), n INT)",
-		"CREATE TABLE "+db+".log (txn INT, note VARCHAR(40))",
-		"CREATE TABLE "+db+".counter (id INT PRIMARY KEY, n INT NOT NULL)",
-		"INSERT INTO "+db+".counter VALUES (1, 0)")
-}
-
-// loadTxn writes source transaction number i: an upsert in kv, one
-// appended log row, a counter increment, and every 7th a delete.
-func loadTxn(conn *sql.DB, db string, i int) error {
-	tx, err := conn.Begin()
-	if err != nil {
-		return err
-	}
-	stmts := []string{
-		fmt.Sprintf("INSERT INTO %s.kv VALUES (%d, 'v%d', 0) ON DUPLICATE KEY UPDATE n = n + 1", db, i%200, i),
-		fmt.Sprintf("INSERT INTO %s.log VALUES (%d, 'txn %d')", db, i, i),
-		fmt.Sprintf("UPDATE %s.counter SET n = n + 1 WHERE id = 1", db),
-	}
-	if i%7 == 0 {
-		stmts = append(stmts, fmt.Sprintf("DELETE FROM %s.kv WHERE id = %d", db, (i*13)%200))
-	}
-	for _, s := range stmts {
-		if _, err := tx.Exec(s); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("%s: %w", s, err)
-		}
-	}
-	return tx.Commit()
-}
-
-// sourceLoad writes load transactions until the test stops it, so that
-// crashes and outages always land while the source is being written.
-type sourceLoad struct {
-	stop chan struct{}
-	done chan loadResult
-}
-
-type loadResult struct {
-	txns int
-	err  error
-}
-
-const maxLoadTxns = 100000
-
-func startLoad(t *testing.T, source *testpeer.MariaDB, db string, atLeast int) *sourceLoad {
-	l := &sourceLoad{stop: make(chan struct{}), done: make(chan loadResult, 1)}
-	pool := source.DB(t)
-	go func() {
-		i := 0
-		for {
-			if i >= atLeast {
-				select {
-				case <-l.stop:
-					l.done <- loadResult{txns: i}
-					return
-				default:
-				}
-			}
-			if i >= maxLoadTxns {
-				l.done <- loadResult{txns: i, err: fmt.Errorf("load not stopped after %d transactions", i)}
-				return
-			}
-			if err := loadTxn(pool, db, i+1); err != nil {
-				l.done <- loadResult{txns: i, err: err}
-				return
-			}
-			i++
-		}
-	}()
-	t.Cleanup(l.halt)
-	return l
-}
-
-func (l *sourceLoad) halt() {
-	select {
-	case <-l.stop:
-	default:
-		close(l.stop)
-	}
-}
-
-func (l *sourceLoad) finish(t *testing.T) int {
-	t.Helper()
-	l.halt()
-	res := <-l.done
-	l.done <- res
-	if res.err != nil {
-		t.Fatalf("load: %v", res.err)
-	}
-	return res.txns
 }
 
 // checkExactlyOnce reads the stream and checks that the load's txns
@@ -268,9 +128,9 @@ func TestExactlyOnceAcrossCrashes(t *testing.T) {
 			cfg.BatchRows = 50 // many checkpoints, so crashes land between and inside batches
 			r := open(t, cfg)
 			from := currentPosition(t, r)
-			createLoadTables(t, source, db)
+			crashload.CreateTables(t, source, db)
 
-			var c crasher
+			var c crashload.Crasher
 			switch mode {
 			case "cancel":
 				c = &inProcess{r: r, from: from}
@@ -279,20 +139,20 @@ func TestExactlyOnceAcrossCrashes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c = &subprocess{out: out, spec: helperSpec{Task: cfg.Task, Source: cfg.Source, Include: cfg.Include,
+				c = &crashload.Subprocess{Env: helperEnv, Out: out, Spec: helperSpec{Task: cfg.Task, Source: cfg.Source, Include: cfg.Include,
 					BatchRows: cfg.BatchRows, NATS: nc, From: from, Epoch: 1, Owner: "child"}}
 			}
-			load := startLoad(t, source, db, 1500)
+			load := crashload.Start(t, source, db, 1500)
 			dupsBefore := Duplicates()
-			c.start(t)
+			c.Start(t)
 			for range 6 {
 				waitCommits(t, r, 3)
-				c.crash(t)
-				c.start(t)
+				c.Crash(t)
+				c.Start(t)
 			}
-			txns := load.finish(t)
+			txns := load.Finish(t)
 			waitCaughtUp(t, r, source, nil)
-			c.crash(t)
+			c.Crash(t)
 			if mode == "cancel" {
 				// Evidence that the crashes landed between a publish and its
 				// checkpoint (not asserted: a cancel may find the batch
@@ -315,8 +175,8 @@ func TestNATSRestartMidStream(t *testing.T) {
 	cfg.BatchRows = 50
 	r := open(t, cfg)
 	from := currentPosition(t, r)
-	createLoadTables(t, source, db)
-	load := startLoad(t, source, db, 1000)
+	crashload.CreateTables(t, source, db)
+	load := crashload.Start(t, source, db, 1000)
 	rn := startRun(t, r, from, 1, "outage")
 	waitCommits(t, r, 3)
 	n.Stop()
@@ -327,7 +187,7 @@ func TestNATSRestartMidStream(t *testing.T) {
 		return nil
 	})
 	n.Start(t)
-	txns := load.finish(t)
+	txns := load.Finish(t)
 	waitCaughtUp(t, r, source, rn)
 	if err := rn.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -347,8 +207,8 @@ func TestFencedOwnerCannotMoveCheckpoint(t *testing.T) {
 	cfg.BatchRows = 20
 	r1 := open(t, cfg)
 	from := currentPosition(t, r1)
-	createLoadTables(t, source, db)
-	load := startLoad(t, source, db, 500)
+	crashload.CreateTables(t, source, db)
+	load := crashload.Start(t, source, db, 500)
 	old := startRun(t, r1, from, 1, "old")
 	waitCommits(t, r1, 2)
 
@@ -409,7 +269,7 @@ func TestFencedOwnerCannotMoveCheckpoint(t *testing.T) {
 		t.Errorf("a claim of epoch 6 after 7: %v, want ErrFenced", err)
 	}
 
-	txns := load.finish(t)
+	txns := load.Finish(t)
 	waitCaughtUp(t, r2, source, newer)
 	if err := newer.stop(); err != nil {
 		t.Fatalf("Run of epoch 2: %v", err)
