@@ -4,16 +4,12 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"golang.org/x/crypto/bcrypt"
 
-	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/scheduler"
@@ -43,24 +39,13 @@ type axeViolation struct {
 // the phone width: every page passes with no violation.
 func TestBrowserAccessibility(t *testing.T) {
 	ctx, _, s := browserCluster(t, "browser-a11y", "alice", auth.Admin, 3*time.Minute)
-	log := slog.New(slog.DiscardHandler)
 	if err := core.NewAdmin(s, "").AddTask(ctx, mustSpec(t, specJSON), false); err != nil {
 		t.Fatal(err)
 	}
 	if err := scheduler.NewAdmin(s).StoreJob(ctx, scheduler.Job{Name: "nightly-report", Schedule: "0 3 * * *", Command: "/bin/true"}); err != nil {
 		t.Fatal(err)
 	}
-	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{CoordServers: []string{targets[0].Addr}}), 500*time.Millisecond, log)
-	runInBackground(t, ctx, "poller", poller.Run)
-	srv, err := New(Config{}, Deps{Session: s, Feed: poller, Logger: log, BcryptCost: bcrypt.MinCost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-	})
+	hs, poller := browserConsole(t, ctx, s, 500*time.Millisecond, targets[0].Addr)
 	coordtest.WaitFor(t, 10*time.Second, "a first snapshot with the task", func() error {
 		if snap := poller.Latest(); snap == nil || len(snap.Tasks) == 0 {
 			return fmt.Errorf("none yet")

@@ -5,17 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"golang.org/x/crypto/bcrypt"
 
-	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/scheduler"
 	"github.com/shepherd-dev/shepherd/server/auth"
@@ -40,27 +36,8 @@ func TestBrowserJobFromTheForm(t *testing.T) {
 		}
 		return sc.Run(ctx)
 	})
-	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{}), 500*time.Millisecond, log)
-	runInBackground(t, ctx, "poller", poller.Run)
-	srv, err := New(Config{}, Deps{Session: s, Feed: poller, Logger: log, BcryptCost: bcrypt.MinCost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { // after the browser's cleanup: its event stream is gone
-		hs.CloseClientConnections()
-		hs.Close()
-	})
-	coordtest.WaitFor(t, 10*time.Second, "a first snapshot", func() error {
-		if poller.Latest() == nil {
-			return errors.New("none yet")
-		}
-		return nil
-	})
-	shots := os.Getenv(screenshotsEnv)
-	if shots == "" {
-		shots = t.TempDir()
-	}
+	hs, _ := browserConsole(t, ctx, s, 500*time.Millisecond)
+	shots := screenshotDir(t)
 	b := newBrowser(t, ctx, hs.URL, shots)
 	b.login("alice")
 

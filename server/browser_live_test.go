@@ -3,14 +3,11 @@ package server
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
@@ -29,29 +26,12 @@ import (
 // what is typed and the cores that exist.
 func TestBrowserListsFollowTheCluster(t *testing.T) {
 	ctx, _, s := browserCluster(t, "browser-live", "alice", auth.Admin, 2*time.Minute)
-	log := slog.New(slog.DiscardHandler)
 	tasks := core.NewAdmin(s, "")
 	// One task to begin with, so that the count has something to drop from.
 	if err := tasks.AddTask(ctx, mustSpec(t, strings.Replace(specJSON, `"orders"`, `"first"`, 1)), false); err != nil {
 		t.Fatal(err)
 	}
-	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{CoordServers: []string{targets[0].Addr}}), 500*time.Millisecond, log)
-	runInBackground(t, ctx, "poller", poller.Run)
-	srv, err := New(Config{}, Deps{Session: s, Feed: poller, Logger: log, BcryptCost: bcrypt.MinCost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { // after the browser's cleanup: its event stream is gone
-		hs.CloseClientConnections()
-		hs.Close()
-	})
-	coordtest.WaitFor(t, 10*time.Second, "a first snapshot", func() error {
-		if poller.Latest() == nil {
-			return fmt.Errorf("none yet")
-		}
-		return nil
-	})
+	hs, _ := browserConsole(t, ctx, s, 500*time.Millisecond, targets[0].Addr)
 	b := newBrowser(t, ctx, hs.URL, t.TempDir())
 	b.login("alice")
 

@@ -2,12 +2,8 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
 	"math"
-	"net/http/httptest"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,11 +12,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/go-zookeeper/zk"
-	"golang.org/x/crypto/bcrypt"
 
-	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/core"
-	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/monitor"
 	"github.com/shepherd-dev/shepherd/monitor/series"
 	"github.com/shepherd-dev/shepherd/scheduler"
@@ -37,7 +30,6 @@ import (
 // error (a script, a stylesheet or the Content-Security-Policy).
 func TestBrowserPlots(t *testing.T) {
 	ctx, _, s := browserCluster(t, "browser-plots", "vera", auth.Viewer, 2*time.Minute)
-	log := slog.New(slog.DiscardHandler)
 	if err := core.NewAdmin(s, "").AddTask(ctx, mustSpec(t, specJSON), false); err != nil {
 		t.Fatal(err)
 	}
@@ -86,27 +78,8 @@ func TestBrowserPlots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{}), 500*time.Millisecond, log)
-	runInBackground(t, ctx, "poller", poller.Run)
-	srv, err := New(Config{}, Deps{Session: s, Feed: poller, Logger: log, BcryptCost: bcrypt.MinCost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { // after the browser's cleanup: its event stream is gone
-		hs.CloseClientConnections()
-		hs.Close()
-	})
-	coordtest.WaitFor(t, 10*time.Second, "a first snapshot", func() error {
-		if poller.Latest() == nil {
-			return errors.New("none yet")
-		}
-		return nil
-	})
-	shots := os.Getenv(screenshotsEnv)
-	if shots == "" {
-		shots = t.TempDir()
-	}
+	hs, _ := browserConsole(t, ctx, s, 500*time.Millisecond)
+	shots := screenshotDir(t)
 	b := newBrowser(t, ctx, hs.URL, shots)
 	b.login("vera")
 

@@ -96,22 +96,9 @@ func TestBrowserOperatorJourney(t *testing.T) {
 		}
 		return sc.Run(ctx)
 	})
-	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{CoordServers: []string{tg.Addr}}), time.Second, log)
-	runInBackground(t, ctx, "poller", poller.Run)
-	srv, err := New(Config{}, Deps{Session: s, Feed: poller, Logger: log, BcryptCost: bcrypt.MinCost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { // after the browser's cleanup: its event stream is gone
-		hs.CloseClientConnections()
-		hs.Close()
-	})
+	hs, _ := browserConsole(t, ctx, s, time.Second, tg.Addr)
 
-	shots := os.Getenv(screenshotsEnv)
-	if shots == "" {
-		shots = t.TempDir()
-	}
+	shots := screenshotDir(t)
 	b := newBrowser(t, ctx, hs.URL, shots)
 
 	b.login("alice")
@@ -518,6 +505,42 @@ func browserCluster(t *testing.T, chroot, user string, role auth.Role, d time.Du
 	return ctx, connect, s
 }
 
+// browserConsole serves a console over s for a browser test: its own
+// poller reads the cluster every refresh (and, given coord servers, their
+// health), and the console is up once the first snapshot is in. The HTTP
+// server closes after the browser's cleanup (its event stream gone).
+func browserConsole(t *testing.T, ctx context.Context, s *recipe.Session, refresh time.Duration, coord ...string) (*httptest.Server, *cluster.Poller) {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{CoordServers: coord}), refresh, log)
+	runInBackground(t, ctx, "poller", poller.Run)
+	srv, err := New(Config{}, Deps{Session: s, Feed: poller, Logger: log, BcryptCost: bcrypt.MinCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	coordtest.WaitFor(t, 10*time.Second, "a first snapshot", func() error {
+		if poller.Latest() == nil {
+			return errors.New("none yet")
+		}
+		return nil
+	})
+	return hs, poller
+}
+
+// screenshotDir is where a test saves its screenshots:
+// $SHEPHERD_CONSOLE_SCREENSHOTS (docs/console), or a directory of its own.
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv(screenshotsEnv); d != "" {
+		return d
+	}
+	return t.TempDir()
+}
+
 // runInBackground runs fn until the test ends, and fails the test if it
 // returns an error before that.
 func runInBackground(t *testing.T, ctx context.Context, what string, fn func(context.Context) error) {
@@ -549,21 +572,8 @@ func TestBrowserAlerts(t *testing.T) {
 	if err := core.NewAdmin(s, "").AddTask(ctx, mustSpec(t, specJSON), false); err != nil {
 		t.Fatal(err)
 	}
-	poller := cluster.NewPoller(cluster.NewReader(s, cluster.Options{}), 300*time.Millisecond, log)
-	runInBackground(t, ctx, "poller", poller.Run)
-	srv, err := New(Config{}, Deps{Session: s, Feed: poller, Logger: log, BcryptCost: bcrypt.MinCost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-	})
-	shots := os.Getenv(screenshotsEnv)
-	if shots == "" {
-		shots = t.TempDir()
-	}
+	hs, _ := browserConsole(t, ctx, s, 300*time.Millisecond)
+	shots := screenshotDir(t)
 	b := newBrowser(t, ctx, hs.URL, shots)
 	b.login("olga")
 	b.run("open the task", chromedp.Navigate(hs.URL+"/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#task-alerts")))
