@@ -38,7 +38,7 @@ func (r *runner) jobCommand() *cli.Command {
 				&cli.StringFlag{Name: "concurrency-policy", Usage: "allow, forbid or replace (default allow)"},
 				&cli.DurationFlag{Name: "starting-deadline", Usage: "how late a missed run may still start (0: missed runs are only recorded)"},
 				&cli.IntFlag{Name: "history-limit", Usage: "finished runs kept (default 10)"},
-				&cli.StringSliceFlag{Name: "after", Usage: "a job whose run of the same run key this job's run waits for (repeatable)"},
+				&cli.StringSliceFlag{Name: "after", Usage: "a job whose run of the same run key this job's run waits for, or task:TASK[@scheduled+D], a replication task whose target must hold what its source committed up to the scheduled time (+D) (repeatable)"},
 				&cli.StringFlag{Name: "when-upstream", Usage: "how the upstream runs must have ended: succeeded, failed or any (default succeeded)"},
 				&cli.IntFlag{Name: "shards", Usage: "split each run into this many items, spread over the schedulers (SHEPHERD_SHARD, SHEPHERD_SHARDS)"},
 				&cli.StringSliceFlag{Name: "node-selector", Usage: "key=value a scheduler's --labels must have to fire the job (repeatable; all must match)"},
@@ -162,7 +162,11 @@ func (r *runner) jobAdd(c *cli.Context) error {
 			j.NodeSelector[k] = v
 		}
 		for _, up := range c.StringSlice("after") {
-			j.After = append(j.After, scheduler.Dependency{Job: up})
+			d, err := scheduler.ParseDependency(up)
+			if err != nil {
+				return usagef("job add: %v", jobError(err))
+			}
+			j.After = append(j.After, d)
 		}
 		for _, kv := range c.StringSlice("env") {
 			k, v, ok := strings.Cut(kv, "=")
@@ -385,7 +389,7 @@ func writeItems(tw io.Writer, items []scheduler.ItemSummary, loc *time.Location)
 
 // waitingFor words what a waiting run waits for.
 func waitingFor(w *scheduler.Waiting, loc *time.Location) string {
-	return fmt.Sprintf("for the runs of %s (missed after %s)", strings.Join(w.Upstream, ", "), w.Until.In(loc).Format(time.DateTime))
+	return fmt.Sprintf("%s (missed after %s)", w.For, w.Until.In(loc).Format(time.DateTime))
 }
 
 // jobGraph prints the jobs' dependency graph: one line per job, upstream
@@ -427,6 +431,7 @@ func writeJobGraph(w io.Writer, g scheduler.Graph) error {
 			}
 			after = append(after, u)
 		}
+		after = append(after, j.Gates...)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, dash(strings.Join(after, ", ")), dash(string(j.WhenUpstream)), dash(strings.Join(j.Downstream, ", ")))
 	}
 	return tw.Flush()

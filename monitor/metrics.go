@@ -149,6 +149,7 @@ var (
 	descJobLastStatus     = desc("shepherd_job_last_status", "1 for the status of the job's newest finished run.", "job", "status")
 	descJobRunning        = desc("shepherd_job_running", "Runs of the job in progress.", "job")
 	descJobRunningSeconds = desc("shepherd_job_running_seconds", "How long the job's oldest run in progress has run (active monitor's measure).", "job")
+	descJobWaitingOnTask  = desc("shepherd_job_waiting_on_task", "Runs of the job waiting on a freshness gate whose task will not move by itself (stopped, failed, missing).", "job")
 	descUnchanged         = desc("shepherd_task_checkpoint_unchanged_seconds", "How long the task's lastCommit position has not moved (active monitor's measure).", "task")
 	descSourceAhead       = desc("shepherd_task_source_ahead", "1 if the task's source is past its lastCommit position (active monitor's reading).", "task")
 	descCollectorAlive    = desc("shepherd_collector_alive", "1 if the collector is alive by the assigner's rule.", "collector")
@@ -242,12 +243,15 @@ func (x *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, js := range snap.Jobs {
-		running := 0
+		running, stuck := 0, 0
 		var lastOK, lastBad time.Time
 		var newest *scheduler.Result
 		for _, r := range js.Runs {
 			if r.Running && r.Result == nil {
 				running++
+				if _, ok := r.Waiting.StuckGate(); ok {
+					stuck++
+				}
 				continue
 			}
 			if r.Result == nil {
@@ -269,6 +273,7 @@ func (x *metrics) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		g(descJobRunning, float64(running), js.Name)
+		g(descJobWaitingOnTask, float64(stuck), js.Name)
 		if v, ok := ev.runningOf(js.Name); ok {
 			g(descJobRunningSeconds, v, js.Name)
 		}

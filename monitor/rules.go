@@ -102,6 +102,7 @@ const (
 	RuleJobMissed            = "JobMissed"
 	RuleJobTooLong           = "JobTooLong"
 	RuleJobNoSuccess         = "JobNoSuccess"
+	RuleJobWaitingOnTask     = "JobWaitingOnTask"
 	RuleCollectorDead        = "CollectorDead"
 	RuleSourceUnassigned     = "SourceUnassigned"
 	RuleCollectorLagging     = "CollectorLagging"
@@ -127,6 +128,7 @@ func Rules() []Rule {
 		{RuleJobMissed, 0, jobMissed},
 		{RuleJobTooLong, 0, jobTooLong},
 		{RuleJobNoSuccess, 0, jobNoSuccess},
+		{RuleJobWaitingOnTask, 0, jobWaitingOnTask},
 		// A collector that has just registered has no status yet and is
 		// judged dead until its first write: the hold lets it start.
 		{RuleCollectorDead, 15 * time.Second, collectorDead},
@@ -143,7 +145,8 @@ var ruleSection = map[string]cluster.Section{
 	RuleReplicationLag: cluster.SectionTasks, RuleCheckpointStale: cluster.SectionTasks,
 	RuleBinlogPurgeRisk: cluster.SectionTasks, RuleBinlogPurged: cluster.SectionTasks,
 	RuleJobFailed: cluster.SectionJobs, RuleJobMissed: cluster.SectionJobs, RuleJobTooLong: cluster.SectionJobs, RuleJobNoSuccess: cluster.SectionJobs,
-	RuleCollectorDead: cluster.SectionCollectors, RuleSourceUnassigned: cluster.SectionCollectors, RuleCollectorLagging: cluster.SectionCollectors,
+	RuleJobWaitingOnTask: cluster.SectionJobs,
+	RuleCollectorDead:    cluster.SectionCollectors, RuleSourceUnassigned: cluster.SectionCollectors, RuleCollectorLagging: cluster.SectionCollectors,
 	RuleCoordUnhealthy: cluster.SectionCoord,
 }
 
@@ -502,6 +505,27 @@ func jobTooLong(in *Input, th *Thresholds) []Finding {
 					"see it: shepherd ctl job show "+js.Name+"; a job timeout bounds its runs"))
 				break
 			}
+		}
+	}
+	return out
+}
+
+// jobWaitingOnTask: a run waits on a freshness gate (after: task:…)
+// whose task will not move by itself — stopped, failed, missing — so it
+// will be missed at its deadline unless someone acts.
+func jobWaitingOnTask(in *Input, _ *Thresholds) []Finding {
+	var out []Finding
+	for _, js := range in.Snap.Jobs {
+		for _, r := range js.Runs { // newest first: one finding a job, its newest stuck run
+			g, stuck := r.Waiting.StuckGate()
+			if !stuck || r.Result != nil {
+				continue
+			}
+			out = append(out, jobFinding(RuleJobWaitingOnTask, Warning, js,
+				fmt.Sprintf("job %s run %s waits for %s", js.Name, r.RunKey, g),
+				fmt.Sprintf("start or fix task %s (shepherd ctl task show %s); otherwise the run is missed at %s",
+					g.Task, g.Task, r.Waiting.Until.UTC().Format(time.RFC3339))))
+			break
 		}
 	}
 	return out

@@ -75,6 +75,13 @@ func waiting(r scheduler.RunInfo) scheduler.RunInfo {
 	return r
 }
 
+// gated is r waiting on a freshness gate on task copy, stuck or not.
+func gated(r scheduler.RunInfo, stuck bool) scheduler.RunInfo {
+	r.Waiting = &scheduler.Waiting{Version: 1, Gates: []scheduler.GateWait{{Task: "copy",
+		FreshAnswer: scheduler.FreshAnswer{Target: "mysql-bin.000002:4", Why: "task is STOPPED", Stuck: stuck}}}}
+	return r
+}
+
 // eval runs one rule over in (History observed from an empty one unless
 // set) and returns the labels' values of its findings, and their
 // severities.
@@ -224,6 +231,12 @@ func TestRulesFindWhatTheyName(t *testing.T) {
 		{"date-keyed run first seen running 2h ago", RuleJobTooLong, Input{
 			Snap:    &cluster.Snapshot{Jobs: []scheduler.JobStatus{{Name: "j", Runs: []scheduler.RunInfo{run("j", "2026-11-25", "", time.Time{})}}}},
 			History: History{Running: map[string]time.Time{"j/2026-11-25": t0.Add(-2 * time.Hour)}}}, []string{`JobTooLong{job="j",severity="warning"}`}},
+
+		{"run waiting on a stopped task", RuleJobWaitingOnTask, Input{Snap: &cluster.Snapshot{Jobs: []scheduler.JobStatus{{Name: "j", Runs: []scheduler.RunInfo{
+			gated(run("j", "2026-11-26", "", time.Time{}), true), gated(run("j", "2026-11-25", "", time.Time{}), true)}}}}},
+			[]string{`JobWaitingOnTask{job="j",severity="warning"}`}},
+		{"run waiting on a task that moves", RuleJobWaitingOnTask, Input{Snap: &cluster.Snapshot{Jobs: []scheduler.JobStatus{{Name: "j", Runs: []scheduler.RunInfo{
+			gated(run("j", "2026-11-25", "", time.Time{}), false), waiting(run("j", "2026-11-24", "", time.Time{}))}}}}}, nil},
 
 		{"no success for 2 days", RuleJobNoSuccess, Input{Snap: &cluster.Snapshot{Jobs: []scheduler.JobStatus{{Name: "j", Runs: []scheduler.RunInfo{
 			run("j", "2026-11-25", scheduler.Failed, t0.Add(-time.Hour)), run("j", "2026-11-23", scheduler.Succeeded, t0.Add(-48*time.Hour))}}}}},

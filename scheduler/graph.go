@@ -58,11 +58,30 @@ func checkAfter(j Job) error {
 		return bad("after", "%d jobs: at most %d", len(j.After), MaxUpstream)
 	}
 	env := map[string]string{} // variable -> upstream job
+	tasks := map[string]bool{}
 	for i, d := range j.After {
 		field := fmt.Sprintf("after[%d].job", i)
+		if d.Task != "" || d.CaughtUpTo != "" {
+			field = fmt.Sprintf("after[%d].task", i)
+			switch {
+			case d.Job != "":
+				return bad(field, "give job or task, not both")
+			case d.Task == "":
+				return bad(field, "missing: caughtUpTo names the time a replication task's target must be fresh to")
+			case !namePattern.MatchString(d.Task) || d.Task == "." || d.Task == "..":
+				return bad(field, "%q: want 1-128 letters, digits, '.', '_' or '-', not starting with '.' or '-'", d.Task)
+			case tasks[d.Task]:
+				return bad(field, "%q is listed twice", d.Task)
+			}
+			if _, err := ParseCaughtUpTo(d.CaughtUpTo); err != nil {
+				return bad(fmt.Sprintf("after[%d].caughtUpTo", i), "%v", err)
+			}
+			tasks[d.Task] = true
+			continue
+		}
 		switch {
 		case d.Job == "":
-			return bad(field, "missing: name the upstream job")
+			return bad(field, "missing: name the upstream job, or a replication task with task and caughtUpTo")
 		case !namePattern.MatchString(d.Job) || d.Job == "." || d.Job == "..":
 			return bad(field, "%q: want 1-128 letters, digits, '.', '_' or '-', not starting with '.' or '-'", d.Job)
 		case d.Job == j.Name:
@@ -85,9 +104,9 @@ func checkAfter(j Job) error {
 func upstreamOf(jobs []Job) map[string][]string {
 	g := map[string][]string{}
 	for _, j := range jobs {
-		for _, d := range j.After {
-			if !slices.Contains(g[j.Name], d.Job) {
-				g[j.Name] = append(g[j.Name], d.Job)
+		for _, u := range j.upstreamJobs() {
+			if !slices.Contains(g[j.Name], u) {
+				g[j.Name] = append(g[j.Name], u)
 			}
 		}
 	}
@@ -170,6 +189,9 @@ type GraphJob struct {
 	Unknown []string `json:"unknown,omitempty"`
 	// Downstream are the jobs that wait for this one.
 	Downstream []string `json:"downstream,omitempty"`
+	// Gates are the replication tasks whose target must be fresh
+	// (Dependency.Task), as ParseDependency reads them.
+	Gates []string `json:"gates,omitempty"`
 }
 
 // BuildGraph returns the dependency graph of jobs. A name given twice
@@ -184,6 +206,11 @@ func BuildGraph(jobs []Job) Graph {
 			gj = &GraphJob{Name: j.Name, Level: -2}
 			byName[j.Name] = gj
 			names = append(names, j.Name)
+		}
+		for _, d := range j.gates() {
+			if !slices.Contains(gj.Gates, d.String()) {
+				gj.Gates = append(gj.Gates, d.String())
+			}
 		}
 		if len(j.After) > 0 && gj.WhenUpstream == "" {
 			gj.WhenUpstream = j.WhenUpstream

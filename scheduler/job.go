@@ -116,10 +116,102 @@ type Job struct {
 	Routing Routing `json:"routing,omitempty" yaml:"routing,omitempty"`
 }
 
-// Dependency is one entry of Job.After.
+// Dependency is one entry of Job.After: an upstream job, or a
+// replication task whose target must be fresh (a freshness gate). Exactly
+// one of Job and Task is set.
 type Dependency struct {
 	// Job names the upstream job: its run of the same run key.
-	Job string `json:"job" yaml:"job"`
+	Job string `json:"job,omitempty" yaml:"job,omitempty"`
+	// Task names a replication task: the run starts only once the task's
+	// target holds everything its source committed up to CaughtUpTo.
+	Task string `json:"task,omitempty" yaml:"task,omitempty"`
+	// CaughtUpTo is the time the target must be fresh to: "scheduled"
+	// (the default: the run's scheduled time) or "scheduled+D" /
+	// "scheduled-D" with D a Go duration ("scheduled+5m").
+	CaughtUpTo string `json:"caughtUpTo,omitempty" yaml:"caughtUpTo,omitempty"`
+}
+
+// CaughtUpToScheduled is Dependency.CaughtUpTo's default and base.
+const CaughtUpToScheduled = "scheduled"
+
+// ParseCaughtUpTo returns the offset from the scheduled time that a
+// Dependency.CaughtUpTo names.
+func ParseCaughtUpTo(s string) (time.Duration, error) {
+	rest, ok := strings.CutPrefix(s, CaughtUpToScheduled)
+	switch {
+	case s == "":
+		return 0, nil
+	case !ok:
+		return 0, fmt.Errorf("%q: want scheduled, scheduled+D or scheduled-D (D a duration such as 5m)", s)
+	case rest == "":
+		return 0, nil
+	case rest[0] != '+' && rest[0] != '-':
+		return 0, fmt.Errorf("%q: want scheduled, scheduled+D or scheduled-D (D a duration such as 5m)", s)
+	}
+	d, err := time.ParseDuration(rest[1:])
+	if err != nil || d < 0 || strings.HasPrefix(rest[1:], "+") || strings.HasPrefix(rest[1:], "-") {
+		return 0, fmt.Errorf("%q: %q is not a duration such as 5m", s, rest[1:])
+	}
+	if rest[0] == '-' {
+		d = -d
+	}
+	return d, nil
+}
+
+// taskPrefix starts a freshness gate written as text (ParseDependency).
+const taskPrefix = "task:"
+
+// ParseDependency reads a Dependency as String writes it, the form ctl's
+// --after and the console's form take: "extract" (a job),
+// "task:copy_hot_item" (a gate to the scheduled time) or
+// "task:copy_hot_item@scheduled+5m". Names are checked with the job.
+func ParseDependency(s string) (Dependency, error) {
+	s = strings.TrimSpace(s)
+	name, ok := strings.CutPrefix(s, taskPrefix)
+	if !ok {
+		return Dependency{Job: s}, nil
+	}
+	task, at, hasAt := strings.Cut(name, "@")
+	if hasAt && at == "" {
+		return Dependency{}, fmt.Errorf("%w: after %q: nothing after @: want task:NAME@scheduled+D", ErrInvalidJob, s)
+	}
+	if _, err := ParseCaughtUpTo(at); err != nil {
+		return Dependency{}, fmt.Errorf("%w: after: %v", ErrInvalidJob, err)
+	}
+	return Dependency{Task: task, CaughtUpTo: at}, nil
+}
+
+// String writes d as ParseDependency reads it.
+func (d Dependency) String() string {
+	switch {
+	case d.Task == "":
+		return d.Job
+	case d.CaughtUpTo == "":
+		return taskPrefix + d.Task
+	}
+	return taskPrefix + d.Task + "@" + d.CaughtUpTo
+}
+
+// upstreamJobs are the jobs of After, in order.
+func (j *Job) upstreamJobs() []string {
+	var out []string
+	for _, d := range j.After {
+		if d.Job != "" {
+			out = append(out, d.Job)
+		}
+	}
+	return out
+}
+
+// gates are the freshness gates of After, in order.
+func (j *Job) gates() []Dependency {
+	var out []Dependency
+	for _, d := range j.After {
+		if d.Task != "" {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Condition is Job.WhenUpstream.

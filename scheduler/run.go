@@ -223,6 +223,7 @@ func (sc *Scheduler) master(ctx context.Context, req runReq) (Result, error) {
 		if err != nil || done {
 			return r, sc.stopErr(ctx, runCtx, u, err)
 		}
+		base.Gates = r.Gates
 		if r, done, err := sc.applyPolicy(runCtx, p, key, base, aver); done || err != nil {
 			return r, err
 		}

@@ -62,6 +62,10 @@ type Options struct {
 	// HTTPAllow are the hosts HTTP jobs may call (--http-allow): CIDRs,
 	// IP addresses, host names as written. Empty: none.
 	HTTPAllow []string
+	// Freshness answers the freshness gates of jobs (Dependency.Task).
+	// Nil: a run with one waits until its starting deadline and is
+	// recorded missed.
+	Freshness Freshness
 }
 
 // Scheduler fires jobs on their schedules and runs each run exactly once

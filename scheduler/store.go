@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -171,6 +172,9 @@ type Result struct {
 	Upstream map[string]Status `json:"upstream,omitempty"`
 	// Params are the run's parameters (run-now --param).
 	Params map[string]string `json:"params,omitempty"`
+	// Gates are the freshness gates (Dependency.Task) the run waited for,
+	// with the source position each task's target reached.
+	Gates []GateWait `json:"gates,omitempty"`
 	// Shard is set in the result of an item of a sharded run: its number.
 	Shard *int `json:"shard,omitempty"`
 	// Items sum up the items of a sharded run, in the run's result. Its
@@ -179,16 +183,22 @@ type Result struct {
 }
 
 // Waiting is the data of a run's waiting node: its master waits for the
-// runs of the same key of the jobs in Upstream.
+// runs of the same key of the jobs in Upstream, and for the freshness
+// gates in Gates not reached.
 type Waiting struct {
 	Version int `json:"version"`
 	// Upstream are the jobs whose run has no result yet.
 	Upstream []string `json:"upstream"`
+	// Gates are the run's freshness gates (Dependency.Task), reached or not.
+	Gates []GateWait `json:"gates,omitempty"`
 	// Since is when the master began to wait; Until, when the run is
 	// recorded missed if it is still waiting (its starting deadline).
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
 	Host  string    `json:"host,omitempty"`
+	// For words what the run waits for, as ctl and the console show it;
+	// set when the node is read, not stored.
+	For string `json:"for,omitempty"`
 }
 
 // attempts is the data of .../attempts.
@@ -301,5 +311,35 @@ func readWaiting(ctx context.Context, s *recipe.Session, job, key string) (*Wait
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("scheduler: waiting node of %s/%s: %w", job, key, err)
 	}
+	w.For = w.forText()
 	return &w, nil
+}
+
+// StuckGate returns the first freshness gate the run waits for whose task
+// will not move by itself (FreshAnswer.Stuck): the monitor's
+// JobWaitingOnTask. ok is false for a nil Waiting.
+func (w *Waiting) StuckGate() (g GateWait, ok bool) {
+	if w == nil {
+		return GateWait{}, false
+	}
+	for _, g := range w.Gates {
+		if g.Stuck && !g.Reached {
+			return g, true
+		}
+	}
+	return GateWait{}, false
+}
+
+// forText words what the run waits for, as every view shows it.
+func (w *Waiting) forText() string {
+	var what []string
+	if len(w.Upstream) > 0 {
+		what = append(what, "for the runs of "+strings.Join(w.Upstream, ", "))
+	}
+	for _, g := range w.Gates {
+		if !g.Reached {
+			what = append(what, "for "+g.String())
+		}
+	}
+	return strings.Join(what, "; ")
 }

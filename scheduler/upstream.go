@@ -33,13 +33,13 @@ const (
 // run ended otherwise; with failed and any it decides once all ended.
 func decideUpstream(p *plan, got map[string]Result) (upstreamVerdict, string) {
 	var waiting, notOK []string
-	for _, d := range p.After {
-		r, ok := got[d.Job]
+	for _, u := range p.upstreamJobs() {
+		r, ok := got[u]
 		switch {
 		case !ok:
-			waiting = append(waiting, d.Job)
+			waiting = append(waiting, u)
 		case r.Status != Succeeded:
-			notOK = append(notOK, fmt.Sprintf("%s %s", d.Job, r.Status))
+			notOK = append(notOK, fmt.Sprintf("%s %s", u, r.Status))
 		}
 	}
 	switch p.WhenUpstream {
@@ -96,26 +96,39 @@ func (sc *Scheduler) awaitUpstream(ctx context.Context, req runReq, base Result,
 			sc.hideWaiting(context.WithoutCancel(ctx), p.Name, key)
 		}
 	}()
+	marks := map[string]string{} // the goal of each freshness gate, once chosen
+	var shownGates []GateWait
 	for {
 		wctx, cancel := context.WithCancel(ctx)
-		got, wake, err := sc.readUpstream(wctx, p, key)
+		wake := make(chan struct{}, 1)
+		got, err := sc.readUpstream(wctx, p, key, wake)
+		if err != nil {
+			cancel()
+			return nil, Result{}, false, err
+		}
+		gates, err := sc.readGates(wctx, p, req.gateBase(), marks, wake)
 		if err != nil {
 			cancel()
 			return nil, Result{}, false, err
 		}
 		verdict, why := decideUpstream(p, got)
 		base.Upstream = upstreamStatus(got)
+		base.Gates = gates
 		var missing []string
-		for _, d := range p.After {
-			if _, ok := got[d.Job]; !ok {
-				missing = append(missing, d.Job)
+		for _, u := range p.upstreamJobs() {
+			if _, ok := got[u]; !ok {
+				missing = append(missing, u)
 			}
 		}
+		open, closed := gatesOpen(gates)
 		now := sc.now()
 		switch {
-		case verdict == upstreamRun:
+		case verdict == upstreamRun && open:
 			cancel()
-			return got, Result{}, false, nil
+			if len(gates) > 0 {
+				sc.log.Info("freshness gates reached", "job", p.Name, "run", key, "gates", gatesText(gates))
+			}
+			return got, base, false, nil
 		case verdict == upstreamBlock:
 			cancel()
 			base.Status, base.Error = Blocked, why
@@ -125,16 +138,22 @@ func (sc *Scheduler) awaitUpstream(ctx context.Context, req runReq, base Result,
 		case !now.Before(until):
 			cancel()
 			base.Status = Missed
-			base.Error = fmt.Sprintf("waited for the upstream runs of %s: not ended within %v of its scheduled time (startingDeadline)",
-				strings.Join(missing, ", "), p.lateLimit())
-			sc.log.Info("run missed waiting for its upstream runs", "job", p.Name, "run", key, "waiting_for", missing)
+			var what []string
+			if len(missing) > 0 {
+				what = append(what, "waited for the upstream runs of "+strings.Join(missing, ", ")+": not ended")
+			}
+			if !open {
+				what = append(what, "waited for "+gatesText(gates))
+			}
+			base.Error = fmt.Sprintf("%s within %v of its scheduled time (startingDeadline)", strings.Join(what, "; "), p.lateLimit())
+			sc.log.Info("run missed waiting for its upstream", "job", p.Name, "run", key, "waiting_for", missing, "gates", closed)
 			r, err := sc.publish(ctx, p, runUnit(p.Name, key), base, aver)
 			return nil, r, true, err
 		}
-		if !slices.Equal(missing, shown) {
-			sc.log.Info("waiting for upstream runs", "job", p.Name, "run", key, "waiting_for", missing, "until", until)
-			sc.showWaiting(ctx, p.Name, key, Waiting{Version: 1, Upstream: missing, Since: now, Until: until, Host: sc.host})
-			shown = missing
+		if shown == nil || !slices.Equal(missing, shown) || !slices.Equal(gates, shownGates) {
+			sc.log.Info("waiting for upstream", "job", p.Name, "run", key, "waiting_for", missing, "gates", gatesText(gates), "until", until)
+			sc.showWaiting(ctx, p.Name, key, Waiting{Version: 1, Upstream: missing, Gates: gates, Since: now, Until: until, Host: sc.host})
+			shown, shownGates = append([]string{}, missing...), gates
 		}
 		t := time.NewTimer(min(until.Sub(now), upstreamRecheck))
 		select {
@@ -153,20 +172,19 @@ func (sc *Scheduler) awaitUpstream(ctx context.Context, req runReq, base Result,
 // readUpstream reads the results of the upstream runs of key that exist
 // and leaves a watch on each of the others, which wakes the returned
 // channel when one is created (until ctx ends).
-func (sc *Scheduler) readUpstream(ctx context.Context, p *plan, key string) (map[string]Result, <-chan struct{}, error) {
+func (sc *Scheduler) readUpstream(ctx context.Context, p *plan, key string, wake chan<- struct{}) (map[string]Result, error) {
 	s := sc.sess
 	got := map[string]Result{}
-	wake := make(chan struct{}, 1)
-	for _, d := range p.After {
-		r, ok, err := readResult(ctx, s, d.Job, key)
+	for _, u := range p.upstreamJobs() {
+		r, ok, err := readResult(ctx, s, u, key)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if !ok {
 			var ch <-chan zk.Event
-			ok, _, ch, err = s.Retrying().ExistsW(ctx, ResultPath(d.Job, key))
+			ok, _, ch, err = s.Retrying().ExistsW(ctx, ResultPath(u, key))
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if !ok {
 				go func() {
@@ -182,15 +200,15 @@ func (sc *Scheduler) readUpstream(ctx context.Context, p *plan, key string) (map
 				continue
 			}
 			// Created between the two reads.
-			if r, ok, err = readResult(ctx, s, d.Job, key); err != nil {
-				return nil, nil, err
+			if r, ok, err = readResult(ctx, s, u, key); err != nil {
+				return nil, err
 			}
 		}
 		if ok {
-			got[d.Job] = r
+			got[u] = r
 		}
 	}
-	return got, wake, nil
+	return got, nil
 }
 
 // upstreamResults reads the upstream results of a run taken over, whose
@@ -198,13 +216,13 @@ func (sc *Scheduler) readUpstream(ctx context.Context, p *plan, key string) (map
 // have removed some).
 func (sc *Scheduler) upstreamResults(ctx context.Context, p *plan, key string) (map[string]Result, error) {
 	got := map[string]Result{}
-	for _, d := range p.After {
-		r, ok, err := readResult(ctx, sc.sess, d.Job, key)
+	for _, u := range p.upstreamJobs() {
+		r, ok, err := readResult(ctx, sc.sess, u, key)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			got[d.Job] = r
+			got[u] = r
 		}
 	}
 	return got, nil

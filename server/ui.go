@@ -395,7 +395,7 @@ type jobForm struct {
 	Version *int32 // of the stored node; nil for a new job
 	Args    string // one a line
 	Env     string // NAME=value a line, values RedactedValue
-	After   string // upstream jobs, one a line
+	After   string // upstream jobs and freshness gates, one a line (scheduler.ParseDependency)
 	// NodeSelector is key=value a line.
 	NodeSelector string
 	// Headers are an HTTP job's headers, "Name: value" a line (values
@@ -414,7 +414,7 @@ func newJobForm(j scheduler.Job, version *int32) jobForm {
 	slices.Sort(env)
 	after := make([]string, len(j.After))
 	for i, d := range j.After {
-		after[i] = d.Job
+		after[i] = d.String()
 	}
 	sel := make([]string, 0, len(j.NodeSelector))
 	for k, v := range j.NodeSelector {

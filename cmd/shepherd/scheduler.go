@@ -8,7 +8,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/shepherd-dev/shepherd/cluster"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 	"github.com/shepherd-dev/shepherd/internal/proc"
 	"github.com/shepherd-dev/shepherd/scheduler"
@@ -32,6 +34,7 @@ flags win over it. See docs/scheduler.md.`,
 				&cli.StringFlag{Name: "log-dir", Value: "shepherd-scheduler-logs", Usage: "directory of the per-run log files"},
 				&cli.StringSliceFlag{Name: "labels", Usage: "key=value labels of this scheduler (comma-separated or repeated): it fires only the jobs whose nodeSelector they match"},
 				&cli.StringSliceFlag{Name: "http-allow", Usage: "hosts HTTP jobs may call: CIDR (10.0.0.0/8), IP or host name (matched as written, not resolved); comma-separated or repeated; default none"},
+				&cli.StringFlag{Name: "root", Value: core.DefaultRoot, Usage: "root of the replication nodes that freshness gates (after: task:…) read (below the --zk chroot)"},
 			}
 		},
 		setup:    setupScheduler,
@@ -72,6 +75,7 @@ func setupScheduler(c *cli.Context, log *slog.Logger) (starter, error) {
 	}
 	return func(e env) (func(context.Context) error, error) {
 		opts.Registerer = e.http.Registry
+		opts.Freshness = cluster.NewFreshness(e.session, c.String("root"))
 		sc, err := scheduler.New(e.session, opts)
 		if err != nil {
 			return nil, err

@@ -241,7 +241,13 @@ function jobFromForm(form) {
   }
   if (Object.keys(env).length) j.env = env;
   const after = lines(f.get("after"));
-  if (after.length) j.after = after.map((job) => ({job: job}));
+  // One line a dependency, as scheduler.ParseDependency reads it: a job,
+  // or task:TASK[@scheduled+D], a freshness gate.
+  if (after.length) j.after = after.map((l) => {
+    if (!l.startsWith("task:")) return {job: l};
+    const g = l.slice(5), i = g.indexOf("@");
+    return i < 0 ? {task: g} : {task: g.slice(0, i), caughtUpTo: g.slice(i + 1)};
+  });
   const url = (f.get("httpUrl") || "").trim();
   if (url) {
     j.http = {url: url};
@@ -455,7 +461,7 @@ function showRuns(table, runs) {
     tb.id = "run-" + r.runKey;
     if (!r.result) {
       if (r.waiting) {
-        tb.append(row([r.runKey, "waiting", "", "", "", "", "for the runs of " + r.waiting.upstream.join(", ") + " (missed after " + utc(r.waiting.until) + ")"], 1));
+        tb.append(row([r.runKey, "waiting", "", "", "", "", r.waiting.for + " (missed after " + utc(r.waiting.until) + ")"], 1));
       } else {
         tb.append(row([r.runKey, r.running ? "running" : "pending"], 1));
       }
