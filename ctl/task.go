@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -36,6 +38,15 @@ files are read in name order; two specs may not name the same task.`,
 			&cli.BoolFlag{Name: "replace", Usage: "overwrite the spec of each existing task (its owner restarts with it)"},
 		},
 		Action: r.taskAdd,
+	}, {
+		Name:      "check",
+		Usage:     "check specs without storing them: valid, and, from this host, both servers reachable with their accounts, the binary log fit, the grants, the start position and the tables the filter selects (the console's test connection)",
+		ArgsUsage: "-f task.yaml|dir",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "f", Usage: "a spec file (YAML documents separated by ---, or JSON), a directory of spec files, or - for standard input"},
+			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "bound on the checks of each task"},
+		},
+		Action: r.taskCheck,
 	}, {
 		Name:   "list",
 		Usage:  "list tasks with their owner, position and lag",
@@ -74,11 +85,14 @@ files are read in name order; two specs may not name the same task.`,
 	subs = append(subs, r.taskActionCommands()...)
 	return &cli.Command{
 		Name:      "task",
-		Usage:     "manage replication tasks: add, list, groups, show, start, stop, rm, reset-epoch, handover, reset-position, skip-event, switch-source",
-		ArgsUsage: "[--root path] add|list|groups|show|start|stop|rm|reset-epoch [args]",
+		Usage:     "manage replication tasks: add, check, list, groups, show, start, stop, rm, reset-epoch, handover, reset-position, skip-event, switch-source",
+		ArgsUsage: "[--root path] add|check|list|groups|show|start|stop|rm|reset-epoch [args]",
 		Description: `  add [--replace] -f spec       add tasks from YAML or JSON specs: a file of one or
                                 more (--- separated), a directory of spec files,
                                 or - for stdin; all validated before any is stored
+  check -f spec                 check specs, storing nothing: valid, and from this
+                                host the servers, grants, binary log, start
+                                position and tables (exit 1 if a check fails)
   list                          tasks with their owner, state, position and lag
   groups [group]                cold groups: live cores, tasks per core and share, moves
   show <task>                   spec, lastCommit and instances (RUNNING, STANDBY …)
@@ -105,9 +119,9 @@ cores/<group>/<host>), tasks/<task>/lastCommit the checkpoint. See docs/replicat
 		Subcommands: subs,
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return usagef("task: unknown verb %q: want add, list, groups, show, start, stop, rm or reset-epoch", c.Args().First())
+				return usagef("task: unknown verb %q: want add, check, list, groups, show, start, stop, rm or reset-epoch", c.Args().First())
 			}
-			return usagef("task: missing verb: add, list, groups, show, start, stop, rm or reset-epoch")
+			return usagef("task: missing verb: add, check, list, groups, show, start, stop, rm or reset-epoch")
 		},
 	}
 }
@@ -153,7 +167,7 @@ func (r *runner) taskAdd(c *cli.Context) error {
 	if file == "" {
 		return usagef("task add: -f task.yaml is required (a file of one or more specs separated by ---, a directory of spec files, or - for standard input)")
 	}
-	specs, err := r.readSpecs(file)
+	specs, err := r.readSpecs("task add", "nothing stored", file)
 	if err != nil {
 		return err
 	}
@@ -236,18 +250,85 @@ type namedSpec struct {
 	from string // "file", or "file: document n" in a file of several
 }
 
-// readSpecs reads the specs of task add -f: one file (- for standard
-// input) of one or more --- separated documents, or every .yaml, .yml and
-// .json file of a directory, in name order. Every document must be a
-// valid spec, and no two may name the same task; otherwise the error
-// lists every one at fault, with its file and document number.
-func (r *runner) readSpecs(file string) ([]namedSpec, error) {
+// taskCheck is `task check`: each spec read and validated as task add
+// does, then dry-run from this host by the engine the cores run
+// (core.DefaultEngine().DryRun). No session is needed: nothing is stored.
+func (r *runner) taskCheck(c *cli.Context) error {
+	if c.Args().Present() {
+		return usagef("task check: unexpected argument %q: give the spec with -f file", c.Args().First())
+	}
+	file := c.String("f")
+	if file == "" {
+		return usagef("task check: -f task.yaml is required (a file of one or more specs separated by ---, a directory of spec files, or - for standard input)")
+	}
+	specs, err := r.readSpecs("task check", "nothing checked", file)
+	if err != nil {
+		return err
+	}
+	type checked struct {
+		Task   string            `json:"task"`
+		From   string            `json:"from"`
+		Report core.DryRunReport `json:"report"`
+	}
+	var out []checked
+	failed := 0
+	for _, ns := range specs {
+		ctx, cancel := context.WithTimeout(context.Background(), c.Duration("timeout"))
+		rep, err := core.DefaultEngine().DryRun(ctx, ns.spec)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("task check: %s: task %s: %w", ns.from, ns.spec.Name, err)
+		}
+		if !rep.OK {
+			failed++
+		}
+		out = append(out, checked{ns.spec.Name, ns.from, rep})
+		if !r.json {
+			writeDryRun(r.env.Stdout, ns.spec.Name, rep)
+		}
+	}
+	if r.json {
+		if err := writeJSON(r.env.Stdout, out); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("task check: %d of %d tasks could not run as specified", failed, len(specs))
+	}
+	return nil
+}
+
+// writeDryRun prints one task's dry run: a verdict line, then each check.
+func writeDryRun(w io.Writer, task string, rep core.DryRunReport) {
+	verdict := "ready"
+	if !rep.OK {
+		verdict = "NOT ready"
+	}
+	fmt.Fprintf(w, "task %s: %s (start %s; tables: %d)\n", task, verdict, rep.Start, len(rep.Tables)+rep.MoreTables)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, ch := range rep.Checks {
+		mark := "ok"
+		if !ch.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, ch.Name, ch.Detail)
+	}
+	tw.Flush()
+}
+
+// readSpecs reads the specs of -f for verb ("task add"): one file (- for
+// standard input) of one or more --- separated documents, or every .yaml,
+// .yml and .json file of a directory, in name order. Every document must
+// be a valid spec, and no two may name the same task; otherwise the error
+// lists every one at fault, with its file and document number, and
+// nothing ("nothing stored") says what that means for the verb.
+func (r *runner) readSpecs(verb, nothing, file string) ([]namedSpec, error) {
 	files := []string{file}
 	if file != "-" {
 		if fi, err := os.Stat(file); err == nil && fi.IsDir() {
 			entries, err := os.ReadDir(file)
 			if err != nil {
-				return nil, fmt.Errorf("task add: %w", err)
+				return nil, fmt.Errorf("%s: %w", verb, err)
 			}
 			files = files[:0]
 			for _, e := range entries {
@@ -256,7 +337,7 @@ func (r *runner) readSpecs(file string) ([]namedSpec, error) {
 				}
 			}
 			if len(files) == 0 {
-				return nil, usagef("task add: directory %s has no .yaml, .yml or .json file", file)
+				return nil, usagef("%s: directory %s has no .yaml, .yml or .json file", verb, file)
 			}
 		}
 	}
@@ -264,7 +345,7 @@ func (r *runner) readSpecs(file string) ([]namedSpec, error) {
 	var bad []error
 	first := map[string]string{} // task name -> where it was first read
 	for _, f := range files {
-		data, err := r.readInput("task add", f, boundedfile.MaxConfig)
+		data, err := r.readInput(verb, f, boundedfile.MaxConfig)
 		if err != nil {
 			return nil, err
 		}
@@ -294,7 +375,7 @@ func (r *runner) readSpecs(file string) ([]namedSpec, error) {
 	case len(bad) == 1 && len(specs) == 0:
 		return nil, bad[0]
 	case len(bad) > 0:
-		return nil, r.refuseAll(bad, fmt.Sprintf("task add: nothing stored: %d of %d documents are invalid", len(bad), len(bad)+len(specs)))
+		return nil, r.refuseAll(bad, fmt.Sprintf("%s: %s: %d of %d documents are invalid", verb, nothing, len(bad), len(bad)+len(specs)))
 	}
 	return specs, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/sessiontest"
+	"github.com/shepherd-dev/shepherd/internal/testpeer"
 )
 
 const taskYAML = `name: copy_hot_item
@@ -457,4 +458,56 @@ func TestTaskAddNATS(t *testing.T) {
 			t.Errorf("add of a nats target without a stream: want refused naming target.stream\n%v", r)
 		}
 	})
+}
+
+// TestTaskCheck: task check dry-runs specs from this host without a
+// coordination server: a spec whose servers work is ready (exit 0), one
+// whose target refuses connections is not, saying which check failed
+// (exit 1), and an invalid spec is refused before any check.
+func TestTaskCheck(t *testing.T) {
+	src := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	dst := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	src.Exec(t, "CREATE DATABASE shop", "CREATE TABLE shop.items (id INT PRIMARY KEY)")
+	closed := testpeer.FreePort(t) // nothing listens there
+	dir := t.TempDir()
+	spec := func(name string, targetPort int) string {
+		return fmt.Sprintf("name: %s\nsource: {host: 127.0.0.1, port: %d, user: root, flavor: mariadb}\ntarget: {host: 127.0.0.1, port: %d, user: root, flavor: mariadb}\nfilter: {include: [shop.*]}\n",
+			name, src.Port(), targetPort)
+	}
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(good, []byte(spec("orders", dst.Port())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const noServer = "127.0.0.1:1" // task check needs no coordination server
+	r := runCtl(t, noServer, "task", "check", "-f", good)
+	if r.code != 0 || !strings.Contains(r.stdout, "task orders: ready") || !strings.Contains(r.stdout, "tables: 1)") || strings.Contains(r.stdout, "FAIL") {
+		t.Errorf("task check of a working spec: %v", r)
+	}
+	both := filepath.Join(dir, "both.yaml")
+	if err := os.WriteFile(both, []byte(spec("orders", dst.Port())+"---\n"+spec("broken", closed)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runCtl(t, noServer, "task", "check", "-f", both)
+	if r.code != 1 || !strings.Contains(r.stdout, "task broken: NOT ready") || !regexp.MustCompile(`(?m)^\s+FAIL\s+target`).MatchString(r.stdout) ||
+		!strings.Contains(r.stderr, "1 of 2 tasks could not run as specified") {
+		t.Errorf("task check with an unreachable target: %v", r)
+	}
+	t.Logf("task check of a working and a broken spec:\n%s", r.stdout)
+	r = runCtl(t, noServer, "--json", "task", "check", "-f", good)
+	var reports []struct {
+		Task   string `json:"task"`
+		Report struct {
+			OK bool `json:"ok"`
+		} `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &reports); r.code != 0 || err != nil || len(reports) != 1 || reports[0].Task != "orders" || !reports[0].Report.OK {
+		t.Errorf("task check --json: %v (%v)", r, err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: x\nsource: {port: 3306}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCtl(t, noServer, "task", "check", "-f", bad); r.code == 0 || !strings.Contains(r.stderr, "source.host: required") || r.stdout != "" {
+		t.Errorf("task check of an invalid spec: %v", r)
+	}
 }
