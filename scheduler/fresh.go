@@ -134,8 +134,9 @@ func (sc *Scheduler) readGates(ctx context.Context, p *plan, scheduled time.Time
 	return out, nil
 }
 
-// forwardWake passes one wake-up from ch to wake, unless ctx ends first.
-func forwardWake(ctx context.Context, ch <-chan struct{}, wake chan<- struct{}) {
+// forwardWake passes one wake-up from ch (a watch's, a Freshness's) to
+// wake, unless ctx ends first.
+func forwardWake[T any](ctx context.Context, ch <-chan T, wake chan<- struct{}) {
 	select {
 	case <-ch:
 		select {

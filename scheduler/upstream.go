@@ -187,16 +187,7 @@ func (sc *Scheduler) readUpstream(ctx context.Context, p *plan, key string, wake
 				return nil, err
 			}
 			if !ok {
-				go func() {
-					select {
-					case <-ch:
-						select {
-						case wake <- struct{}{}:
-						default:
-						}
-					case <-ctx.Done():
-					}
-				}()
+				go forwardWake(ctx, ch, wake)
 				continue
 			}
 			// Created between the two reads.

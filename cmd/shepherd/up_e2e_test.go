@@ -27,23 +27,12 @@ import (
 // with the admin credential the server wrote at its first start, while a
 // client without it can store no job. SIGTERM stops it cleanly.
 func TestUpRunsReplicationAndJob(t *testing.T) {
-	source := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
-	target := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
-	schema := []string{"CREATE DATABASE shop", "CREATE TABLE shop.items (id INT PRIMARY KEY, v VARCHAR(40) NOT NULL)"}
-	source.Exec(t, schema...)
-	target.Exec(t, schema...)
+	source, target := startShopPair(t)
 
 	u := startUp(t, nil)
 	bin, dir, zk, ctl, up := u.bin, u.dir, u.zk, u.ctl, u.cmd
 
-	task := writeConfig(t, "task.yaml", fmt.Sprintf(`name: orders
-source: {host: 127.0.0.1, port: %d, user: root, flavor: mariadb}
-target: {host: 127.0.0.1, port: %d, user: root, flavor: mariadb}
-filter: {include: [shop.*]}
-standby: {mode: cold, group: default}
-start: current
-`, source.Port(), target.Port()))
-	ctl("task", "add", "-f", task)
+	addOrdersTask(t, ctl, source, target)
 	coordtest.WaitFor(t, 2*time.Minute, "task orders RUNNING in up's core", func() error {
 		if out := ctl("task", "show", "orders"); !regexp.MustCompile(`(?m)^state:\s+RUNNING$`).MatchString(out) {
 			return fmt.Errorf("task show:\n%s", out)
@@ -113,23 +102,12 @@ start: current
 // counts them in the target at its start and must see every one — and
 // its result records the position reached.
 func TestUpFreshnessGate(t *testing.T) {
-	source := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
-	target := testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
-	schema := []string{"CREATE DATABASE shop", "CREATE TABLE shop.items (id INT PRIMARY KEY, v VARCHAR(40) NOT NULL)"}
-	source.Exec(t, schema...)
-	target.Exec(t, schema...)
+	source, target := startShopPair(t)
 	u := startUp(t, func(cfg string) string {
 		return strings.Replace(cfg, "interval: 15s", "interval: 1s", 1) // the monitor samples sources each second
 	})
 	ctl := u.ctl
-	task := writeConfig(t, "task.yaml", fmt.Sprintf(`name: orders
-source: {host: 127.0.0.1, port: %d, user: root, flavor: mariadb}
-target: {host: 127.0.0.1, port: %d, user: root, flavor: mariadb}
-filter: {include: [shop.*]}
-standby: {mode: cold, group: default}
-start: current
-`, source.Port(), target.Port()))
-	ctl("task", "add", "-f", task)
+	addOrdersTask(t, ctl, source, target)
 	state := func(want string) {
 		t.Helper()
 		coordtest.WaitFor(t, 2*time.Minute, "task orders "+want, func() error {
@@ -192,6 +170,30 @@ start: current
 	if len(res.Gates) != 1 || !res.Gates[0].Reached || res.Gates[0].Task != "orders" || res.Gates[0].Target == "" {
 		t.Errorf("run %s gates %+v, want task orders reached, with its goal", key, res.Gates)
 	}
+}
+
+// startShopPair starts a source and a target MariaDB, each with an empty
+// table shop.items.
+func startShopPair(t *testing.T) (source, target *testpeer.MariaDB) {
+	source = testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	target = testpeer.StartMariaDB(t, testpeer.MariaDBOptions{})
+	schema := []string{"CREATE DATABASE shop", "CREATE TABLE shop.items (id INT PRIMARY KEY, v VARCHAR(40) NOT NULL)"}
+	source.Exec(t, schema...)
+	target.Exec(t, schema...)
+	return source, target
+}
+
+// addOrdersTask adds task orders, shop.* from source to target in up's
+// cold group, from the source's current position.
+func addOrdersTask(t *testing.T, ctl func(...string) string, source, target *testpeer.MariaDB) {
+	task := writeConfig(t, "task.yaml", fmt.Sprintf(`name: orders
+source: {host: 127.0.0.1, port: %d, user: root, flavor: mariadb}
+target: {host: 127.0.0.1, port: %d, user: root, flavor: mariadb}
+filter: {include: [shop.*]}
+standby: {mode: cold, group: default}
+start: current
+`, source.Port(), target.Port()))
+	ctl("task", "add", "-f", task)
 }
 
 // countRows is SELECT COUNT(*) FROM shop.items.
