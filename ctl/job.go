@@ -605,6 +605,30 @@ func (r *runner) jobLogs(c *cli.Context) error {
 			return fmt.Errorf("job %s has no finished run", args[0])
 		}
 	}
+	if len(res.Items) == 0 {
+		return r.writeRunLog(*res, "run "+res.RunKey)
+	}
+	// A sharded run: each item ran on its own, with a log of its own.
+	for _, it := range res.Items {
+		fmt.Fprintf(r.env.Stdout, "=== item %d of %d: %s on %s, attempt %d\n", it.Item, len(res.Items), it.Status, it.Host, it.Attempt)
+		ir, ok, err := a.ReadItemResult(ctx, args[0], res.RunKey, it.Item)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			r.warn("item %d of run %s has no result left to show", it.Item, res.RunKey)
+			continue
+		}
+		if err := r.writeRunLog(ir, fmt.Sprintf("item %d of run %s", it.Item, res.RunKey)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRunLog prints a run's (or an item's, what names it) log file when
+// this host has it, else the output tail kept in its result.
+func (r *runner) writeRunLog(res scheduler.Result, what string) error {
 	if res.LogFile != "" {
 		data, err := boundedfile.Read(r.ctx, res.LogFile, boundedfile.MaxLog)
 		switch {
@@ -617,7 +641,7 @@ func (r *runner) jobLogs(c *cli.Context) error {
 			return err
 		}
 	}
-	r.warn("log file %s of run %s is on %s; showing the output tail kept in the result", res.LogFile, res.RunKey, res.Host)
-	_, err = fmt.Fprint(r.env.Stdout, res.Output)
+	r.warn("log file %s of %s is on %s; showing the output tail kept in the result", res.LogFile, what, res.Host)
+	_, err := fmt.Fprint(r.env.Stdout, res.Output)
 	return err
 }

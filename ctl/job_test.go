@@ -398,7 +398,8 @@ func TestJobRunNowParams(t *testing.T) {
 }
 
 // TestJobShards: job add --shards stores a sharded job; job show lists
-// each item of its runs under the run.
+// each item of its runs under the run, and job logs prints each item's
+// log.
 func TestJobShards(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, tg *target) {
 		conn := chrootOf(t, tg)
@@ -415,6 +416,13 @@ func TestJobShards(t *testing.T) {
 		for i := range 3 {
 			if !regexp.MustCompile(fmt.Sprintf(`(?m)^  item %d +succeeded +1 +test `, i)).MatchString(show) {
 				t.Errorf("job show:\n%s\nwant item %d succeeded at attempt 1 on test", show, i)
+			}
+		}
+		// job logs shows each item's own log.
+		logs := mustCtlAuth(t, conn, "job", "logs", "scan")
+		for i := range 3 {
+			if !strings.Contains(logs, fmt.Sprintf("=== item %d of 3: succeeded on test, attempt 1\n", i)) || !strings.Contains(logs, fmt.Sprintf("item %d of 3\n", i)) {
+				t.Errorf("job logs:\n%s\nwant item %d's header and output", logs, i)
 			}
 		}
 	})

@@ -278,6 +278,13 @@ func (a *Admin) ReadResult(ctx context.Context, job, key string) (r Result, foun
 	return readResult(ctx, a.s, job, key)
 }
 
+// ReadItemResult reads the result of item item of a sharded run: its
+// output and log file, which the run's result sums up without. found is
+// false while the item has none, or once the run left the history.
+func (a *Admin) ReadItemResult(ctx context.Context, job, key string, item int) (r Result, found bool, err error) {
+	return readUnitResult(ctx, a.s, unit{job: job, key: key, item: item})
+}
+
 // Runs lists a job's runs with their results (nil while running or never
 // run), oldest first by scheduled time.
 func (a *Admin) Runs(ctx context.Context, job string) ([]RunInfo, error) {
