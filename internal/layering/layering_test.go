@@ -44,6 +44,10 @@ var rules = []rule{
 		Doc: "replication/natssink/doc.go", Says: "never import the coordination\n// client",
 	},
 	{
+		From: []string{"replication/changeevent"}, Never: []string{"net", "os"},
+		Doc: "replication/changeevent/changeevent.go", Says: "Everything here is a pure\n// function of the segment, no I/O",
+	},
+	{
 		From: []string{"coord/watch"}, Never: []string{"net", module + "/coord/tree"},
 		Doc: "coord/watch/doc.go", Says: "It never talks to the network, starts no\n// goroutines, knows nothing about the data tree",
 	},

@@ -125,17 +125,6 @@ func TestMsgID(t *testing.T) {
 	}
 }
 
-func TestAppendJSONString(t *testing.T) {
-	for in, want := range map[string]string{
-		`plain`: `"plain"`, "q\"b\\": `"q\"b\\"`, "nl\n\r\t": `"nl\n\r\t"`, "\x00\x1f": `"\u0000\u001f"`,
-		"emoji 😀 ü": `"emoji 😀 ü"`, "ls\u2028ps\u2029": `"ls\u2028ps\u2029"`,
-	} {
-		if got := string(appendJSONString(nil, in)); got != want {
-			t.Errorf("appendJSONString(%q) = %s, want %s", in, got, want)
-		}
-	}
-}
-
 func TestConfigValidation(t *testing.T) {
 	ok := Config{URL: "nats://127.0.0.1:4222", Stream: "CDC"}
 	if _, err := ok.withDefaults(); err != nil {

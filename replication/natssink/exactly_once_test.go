@@ -17,6 +17,7 @@ import (
 	"github.com/shepherd-dev/shepherd/internal/crashload"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 	"github.com/shepherd-dev/shepherd/replication"
+	"github.com/shepherd-dev/shepherd/replication/changeevent"
 )
 
 // helperEnv, when set, makes the test binary a replicator process
@@ -96,9 +97,9 @@ func checkExactlyOnce(t *testing.T, url, stream, db string, txns int) {
 			continue
 		}
 		switch {
-		case e.Env.Source.Table == "log" && e.Env.Op == OpCreate:
+		case e.Env.Source.Table == "log" && e.Env.Op == changeevent.OpCreate:
 			logTxns[int(e.Env.After["txn"].(float64))]++
-		case e.Env.Source.Table == "counter" && e.Env.Op == OpUpdate:
+		case e.Env.Source.Table == "counter" && e.Env.Op == changeevent.OpUpdate:
 			counts[int(e.Env.After["n"].(float64))]++
 		}
 	}
