@@ -69,7 +69,7 @@ var rules = []rule{
 	},
 	{
 		// The shipped binary is the one place every package meets.
-		From: []string{"cmd/shepherd"}, Never: []string{module + "/internal/testpeer", module + "/internal/coordtest", module + "/internal/crashload"},
+		From: []string{"cmd/shepherd"}, Never: []string{module + "/internal/testpeer", module + "/internal/coordtest", module + "/internal/crashload", module + "/internal/sinktest"},
 		Doc: "internal/testpeer/doc.go", Says: "This package is for tests only; nothing outside _test.go files and test\n// helpers may import it.",
 	},
 }

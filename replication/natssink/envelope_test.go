@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/shepherd-dev/shepherd/internal/rowtypes"
+	"github.com/shepherd-dev/shepherd/internal/sinktest"
 	"github.com/shepherd-dev/shepherd/replication"
 )
 
@@ -34,12 +35,12 @@ var goldenVolatile = []struct {
 // the commit times are the same every run.
 func TestEnvelopeGolden(t *testing.T) {
 	source, n := peers(t)
-	dropDB(t, source, "rt_types")
+	sinktest.DropDB(t, source, "rt_types")
 	cfg := replicationConfig(t, source, natsConfig(n), "rt_types")
-	r := open(t, cfg)
-	from := currentPosition(t, r)
+	r := sinktest.Open(t, cfg)
+	from := sinktest.CurrentPosition(t, r)
 
-	conn := sqlConn(t, source.DB(t))
+	conn := sinktest.SQLConn(t, source.DB(t))
 	stmts := append([]string{"SET timestamp = 1764000000", "CREATE DATABASE rt_types", rowtypes.AllTypes}, rowtypes.Rows...)
 	stmts = append(stmts,
 		"UPDATE rt_types.alltypes SET tiu = 254, f = f * 2, vc = CONCAT(vc, 'x'), n = 1 WHERE id IN (1, 9)",
@@ -52,9 +53,9 @@ func TestEnvelopeGolden(t *testing.T) {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
-	rn := startRun(t, r, from, 1, "golden")
-	waitCaughtUp(t, r, source, rn)
-	if err := rn.stop(); err != nil {
+	rn := sinktest.StartRun(t, r, from, 1, "golden")
+	sinktest.WaitCaughtUp(t, r, source, rn)
+	if err := rn.Stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	events := readStream(t, n.URL(), "CDC")
