@@ -44,6 +44,10 @@ var rules = []rule{
 		Doc: "replication/natssink/doc.go", Says: "never import the coordination\n// client",
 	},
 	{
+		From: []string{"replication/kafkasink"}, Never: zkClients,
+		Doc: "replication/kafkasink/doc.go", Says: "never import the coordination\n// client",
+	},
+	{
 		From: []string{"replication/changeevent"}, Never: []string{"net", "os"},
 		Doc: "replication/changeevent/changeevent.go", Says: "Everything here is a pure\n// function of the segment, no I/O",
 	},

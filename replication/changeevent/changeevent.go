@@ -121,6 +121,13 @@ func AppendRowEvent(b []byte, tm *binlog.TableMapEvent, op string, before, after
 	if err != nil {
 		return b, err
 	}
+	return AppendEnvelope(b, cols, op, before, after, src)
+}
+
+// AppendEnvelope is AppendRowEvent with the table's columns read
+// already.
+func AppendEnvelope(b []byte, cols []Column, op string, before, after []any, src *Source) ([]byte, error) {
+	var err error
 	b = append(b, `{"before":`...)
 	if b, err = AppendImage(b, cols, before); err != nil {
 		return b, err
