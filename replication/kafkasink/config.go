@@ -132,11 +132,20 @@ func (c Config) String() string {
 		s += " topics " + c.TopicPrefix + ".<db>.<table>"
 	}
 	s += " (" + c.Format + ")"
+	if c.SchemaTopic != c.TopicPrefix+SchemaTopicSuffix {
+		s += ", schema changes to " + c.SchemaTopic
+	}
+	if c.CheckpointTopic != DefaultCheckpointTopic {
+		s += ", checkpoints in " + c.CheckpointTopic
+	}
 	if c.SASLMechanism != "" {
 		s += ", " + c.SASLMechanism + " user " + c.User
 	}
 	if c.TLS != nil {
 		s += ", TLS"
+		if c.TLS.InsecureSkipVerify {
+			s += " (certificate not verified)"
+		}
 	}
 	return s
 }
