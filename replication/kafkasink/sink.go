@@ -305,7 +305,7 @@ func (t *target) transact(ctx context.Context, p *kgo.Client, st stored) (stored
 	r, err := p.ProduceSync(pctx, t.record(st)).First()
 	if err != nil {
 		abort(p)
-		return stored{}, t.fencedOr(ctx, 0, kafkaError("write the checkpoint of task "+strconv.Quote(t.env.Task)+" to "+t.cfg.CheckpointTopic, err))
+		return stored{}, t.fencedOr(ctx, st.Epoch, kafkaError("write the checkpoint of task "+strconv.Quote(t.env.Task)+" to "+t.cfg.CheckpointTopic, err))
 	}
 	now, err := t.read(ctx, r.Offset)
 	if err != nil {
