@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/replication"
+	"github.com/shepherd-dev/shepherd/replication/kafkasink"
 	"github.com/shepherd-dev/shepherd/replication/natssink"
 )
 
 // MySQL is the Engine of `shepherd core`: package replication, copying
 // row-based binlog events from MySQL or MariaDB into the task's target —
-// MySQL or MariaDB, or a NATS JetStream stream (package
-// replication/natssink) — chosen by the spec's target.kind.
+// MySQL or MariaDB, a NATS JetStream stream (package
+// replication/natssink) or Kafka (package replication/kafkasink) —
+// chosen by the spec's target.kind.
 type MySQL struct{}
 
 // DefaultEngine is the engine every process runs tasks with: `shepherd
@@ -55,12 +57,16 @@ func replicationConfig(ctx context.Context, sp *Spec, log *slog.Logger) (replica
 		in   Endpoint
 		out  *replication.Endpoint
 	}{{"source", sp.Source.Endpoint, &cfg.Source}, {"target", sp.Target.Endpoint, &cfg.Target}}
-	if sp.Target.IsNATS() {
+	if !sp.Target.IsMySQL() {
 		pw, err := sp.Target.ResolvePassword(ctx)
 		if err != nil {
 			return cfg, fmt.Errorf("task %q: target.%w", sp.Name, err)
 		}
-		cfg.Sink = natssink.New(sp.Target.natsConfig(pw))
+		if sp.Target.IsKafka() {
+			cfg.Sink = kafkasink.New(sp.Target.kafkaConfig(pw))
+		} else {
+			cfg.Sink = natssink.New(sp.Target.natsConfig(pw))
+		}
 		eps = eps[:1]
 	}
 	for _, ep := range eps {

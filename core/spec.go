@@ -19,6 +19,7 @@ import (
 	"github.com/shepherd-dev/shepherd/internal/boundedfile"
 	"github.com/shepherd-dev/shepherd/internal/duration"
 	"github.com/shepherd-dev/shepherd/replication"
+	"github.com/shepherd-dev/shepherd/replication/kafkasink"
 	"github.com/shepherd-dev/shepherd/replication/natssink"
 )
 
@@ -65,7 +66,8 @@ type Spec struct {
 	// the servers that may stand in for it.
 	Source SourceEndpoint `json:"source" yaml:"source"`
 	// Target is where the changes go: a MySQL or MariaDB server (kind
-	// mysql, the default) or a NATS JetStream stream (kind nats).
+	// mysql, the default), a NATS JetStream stream (kind nats) or Kafka
+	// topics (kind kafka).
 	Target TargetEndpoint `json:"target" yaml:"target"`
 	// Filter selects the tables replicated.
 	Filter Filter `json:"filter" yaml:"filter"`
@@ -107,16 +109,19 @@ type Endpoint struct {
 const (
 	TargetMySQL = "mysql" // a MySQL or MariaDB server: Endpoint's fields
 	TargetNATS  = "nats"  // a NATS JetStream stream: URL, Stream, …
+	TargetKafka = "kafka" // Kafka topics: Brokers, TopicPrefix, Format, …
 )
 
 // TargetEndpoint is where a task's changes go. Kind mysql (or empty,
 // which every spec written before kinds existed is) uses the Endpoint
 // fields; kind nats uses URL, Stream, SubjectPrefix, DuplicateWindow and
 // Bucket, with User and Password or PasswordFile as its credentials (a
-// password without a user is a token).
+// password without a user is a token); kind kafka uses Brokers and the
+// Kafka fields below, with User and Password or PasswordFile as its SASL
+// credentials.
 type TargetEndpoint struct {
 	Endpoint `yaml:",inline"`
-	// Kind is "mysql" (the default) or "nats".
+	// Kind is "mysql" (the default), "nats" or "kafka".
 	Kind string `json:"kind,omitempty" yaml:"kind"`
 	// URL is the NATS server list, nats://host:4222[,nats://…].
 	URL string `json:"url,omitempty" yaml:"url"`
@@ -131,6 +136,93 @@ type TargetEndpoint struct {
 	// Bucket is the key-value bucket of checkpoints. Empty:
 	// natssink.DefaultBucket.
 	Bucket string `json:"bucket,omitempty" yaml:"bucket"`
+
+	// Brokers are the Kafka bootstrap brokers, host:port each.
+	Brokers []string `json:"brokers,omitempty" yaml:"brokers"`
+	// TopicMode is "table" (the default: <topicPrefix>.<db>.<table>) or
+	// "single" (every row to Topic).
+	TopicMode string `json:"topicMode,omitempty" yaml:"topicMode"`
+	// TopicPrefix starts the tables' topics. Empty:
+	// kafkasink.DefaultTopicPrefix.
+	TopicPrefix string `json:"topicPrefix,omitempty" yaml:"topicPrefix"`
+	// Topic is the one topic of topicMode single.
+	Topic string `json:"topic,omitempty" yaml:"topic"`
+	// SchemaTopic takes the schema changes. Empty: <topicPrefix>._schema.
+	SchemaTopic string `json:"schemaTopic,omitempty" yaml:"schemaTopic"`
+	// CheckpointTopic holds the checkpoints. Empty:
+	// kafkasink.DefaultCheckpointTopic.
+	CheckpointTopic string `json:"checkpointTopic,omitempty" yaml:"checkpointTopic"`
+	// Format is debezium (the default), canal or maxwell.
+	Format string `json:"format,omitempty" yaml:"format"`
+	// Partitions and ReplicationFactor are those of the topics the task
+	// creates; zero: the broker's defaults.
+	Partitions        int32 `json:"partitions,omitempty" yaml:"partitions"`
+	ReplicationFactor int16 `json:"replicationFactor,omitempty" yaml:"replicationFactor"`
+	// TransactionTimeout bounds one Kafka transaction. Zero:
+	// kafkasink.DefaultTransactionTimeout.
+	TransactionTimeout duration.Duration `json:"transactionTimeout,omitempty" yaml:"transactionTimeout"`
+	// SASLMechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with User
+	// and Password or PasswordFile; empty: no SASL.
+	SASLMechanism string `json:"saslMechanism,omitempty" yaml:"saslMechanism"`
+	// TLS, when given, connects to the brokers with TLS.
+	TLS *kafkasink.TLS `json:"tls,omitempty" yaml:"tls"`
+}
+
+// IsMySQL reports whether the target is a MySQL or MariaDB server.
+func (t *TargetEndpoint) IsMySQL() bool { return t.Kind == "" || t.Kind == TargetMySQL }
+
+// IsKafka reports whether the target is Kafka.
+func (t *TargetEndpoint) IsKafka() bool { return t.Kind == TargetKafka }
+
+// kafkaConfig is the target in kafkasink's terms, with password.
+func (t *TargetEndpoint) kafkaConfig(password string) kafkasink.Config {
+	return kafkasink.Config{Brokers: t.Brokers, TopicMode: t.TopicMode, TopicPrefix: t.TopicPrefix, Topic: t.Topic,
+		SchemaTopic: t.SchemaTopic, CheckpointTopic: t.CheckpointTopic, Format: t.Format,
+		Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, TransactionTimeout: t.TransactionTimeout.D(),
+		SASLMechanism: t.SASLMechanism, User: t.User, Password: password, TLS: t.TLS}
+}
+
+// KafkaText describes a kafka target as its sink names itself in logs
+// (brokers, topics, format, SASL user, TLS), and where its password is
+// read from; never the password.
+func (t *TargetEndpoint) KafkaText() string {
+	s := t.kafkaConfig("").String()
+	if t.PasswordFile != "" {
+		s += ", password from " + t.PasswordFile
+	}
+	return s
+}
+
+// fieldsOf names the target's fields set that only kind has.
+func (t *TargetEndpoint) fieldsOf(kind string) []string {
+	var set []string
+	add := func(name string, on bool) {
+		if on {
+			set = append(set, name)
+		}
+	}
+	switch kind {
+	case TargetNATS:
+		add("url", t.URL != "")
+		add("stream", t.Stream != "")
+		add("subjectPrefix", t.SubjectPrefix != "")
+		add("duplicateWindow", t.DuplicateWindow != 0)
+		add("bucket", t.Bucket != "")
+	case TargetKafka:
+		add("brokers", len(t.Brokers) > 0)
+		add("topicMode", t.TopicMode != "")
+		add("topicPrefix", t.TopicPrefix != "")
+		add("topic", t.Topic != "")
+		add("schemaTopic", t.SchemaTopic != "")
+		add("checkpointTopic", t.CheckpointTopic != "")
+		add("format", t.Format != "")
+		add("partitions", t.Partitions != 0)
+		add("replicationFactor", t.ReplicationFactor != 0)
+		add("transactionTimeout", t.TransactionTimeout != 0)
+		add("saslMechanism", t.SASLMechanism != "")
+		add("tls", t.TLS != nil)
+	}
+	return set
 }
 
 // IsNATS reports whether the target is a NATS JetStream stream.
@@ -142,32 +234,51 @@ func (t *TargetEndpoint) natsConfig(password string) natssink.Config {
 		DuplicateWindow: t.DuplicateWindow.D(), Bucket: t.Bucket}
 }
 
-// validate checks a target of either kind.
+// validate checks a target of any kind.
 func (t *TargetEndpoint) validate(bad func(field, format string, args ...any)) {
+	only := func(kinds ...string) {
+		for _, k := range []string{TargetNATS, TargetKafka} {
+			if slices.Contains(kinds, k) {
+				continue
+			}
+			for _, f := range t.fieldsOf(k) {
+				bad("target."+f, "only with kind %s", k)
+			}
+		}
+	}
+	problems := func(ps []string) {
+		for _, p := range ps {
+			field, what, _ := strings.Cut(p, ": ")
+			bad(field, "%s", what)
+		}
+	}
 	switch t.Kind {
 	case "", TargetMySQL:
 		t.Endpoint.validate("target", bad)
-		for _, f := range []struct{ name, v string }{{"url", t.URL}, {"stream", t.Stream}, {"subjectPrefix", t.SubjectPrefix}, {"bucket", t.Bucket}} {
-			if f.v != "" {
-				bad("target."+f.name, "only with kind nats")
-			}
-		}
-		if t.DuplicateWindow != 0 {
-			bad("target.duplicateWindow", "only with kind nats")
-		}
-	case TargetNATS:
+		only()
+	case TargetNATS, TargetKafka:
 		if t.Host != "" || t.Flavor != "" {
-			bad("target.host", "a nats target is given by target.url (and has no host, port or flavor)")
+			by := "target.url"
+			if t.Kind == TargetKafka {
+				by = "target.brokers"
+			}
+			bad("target.host", "a %s target is given by %s (and has no host, port or flavor)", t.Kind, by)
 		}
 		if t.Password != "" && t.PasswordFile != "" {
 			bad("target.passwordFile", "give password or passwordFile, not both")
 		}
-		for _, p := range t.natsConfig("").Problems() {
-			field, what, _ := strings.Cut(p, ": ")
-			bad(field, "%s", what)
+		only(t.Kind)
+		if t.Kind == TargetNATS {
+			problems(t.natsConfig("").Problems())
+			break
 		}
+		pw := ""
+		if t.Password != "" || t.PasswordFile != "" {
+			pw = "set" // read when the task starts; here only whether there is one
+		}
+		problems(t.kafkaConfig(pw).Problems())
 	default:
-		bad("target.kind", "%q: want mysql or nats", t.Kind)
+		bad("target.kind", "%q: want mysql, nats or kafka", t.Kind)
 	}
 }
 
@@ -460,7 +571,7 @@ func (sp *Spec) setDefaults() {
 		sp.Standby.Mode = ModeHot
 	}
 	defaults := []*Endpoint{&sp.Source.Endpoint}
-	if !sp.Target.IsNATS() {
+	if sp.Target.IsMySQL() {
 		defaults = append(defaults, &sp.Target.Endpoint)
 	}
 	for _, e := range defaults {
@@ -489,7 +600,7 @@ func (sp *Spec) Validate() error {
 	sp.Source.validate("source", bad)
 	sp.Target.validate(bad)
 	target := sp.Target.Endpoint
-	if sp.Target.IsNATS() {
+	if !sp.Target.IsMySQL() {
 		target = Endpoint{} // no server that could be the source
 	}
 	sp.Source.validateCandidates(target, bad)

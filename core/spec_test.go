@@ -290,11 +290,85 @@ func TestNATSTargetSpec(t *testing.T) {
 		{base + "target: {kind: nats, url: 'nats://x:1', stream: S, host: h}\n", "target.host:"},
 		{base + "target: {kind: nats, url: 'nats://x:1', stream: S, password: p, passwordFile: /f}\n", "target.passwordFile:"},
 		{base + "target: {host: b, user: u, stream: S}\n", "target.stream: only with kind nats"},
-		{base + "target: {kind: kafka, host: b, user: u}\n", `target.kind: "kafka": want mysql or nats`},
+		{base + "target: {kind: pulsar, host: b, user: u}\n", `target.kind: "pulsar": want mysql, nats or kafka`},
 	} {
 		_, err := ParseSpec([]byte(tc.doc))
 		if err == nil || !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.doc, err, tc.want)
 		}
+	}
+}
+
+// kafkaYAML is the example Kafka task of docs/replication.md.
+const kafkaYAML = `
+name: orders_to_kafka
+source: {host: db1.example, port: 3306, user: repl, passwordFile: /etc/shepherd/db1.pw, flavor: mariadb}
+target:
+  kind: kafka
+  brokers: [kafka1.example:9093, kafka2.example:9093]
+  topicPrefix: cdc.shop
+  format: debezium
+  checkpointTopic: shepherd_checkpoints
+  saslMechanism: SCRAM-SHA-512
+  user: shepherd
+  password: s3cret
+  tls: {caFile: /etc/shepherd/kafka-ca.pem}
+filter:
+  include: [shop.*]
+`
+
+func TestKafkaTargetSpec(t *testing.T) {
+	sp, err := ParseSpec([]byte(kafkaYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := sp.Target
+	if !tg.IsKafka() || tg.IsMySQL() || len(tg.Brokers) != 2 || tg.TopicPrefix != "cdc.shop" || tg.TLS == nil || tg.TLS.CAFile != "/etc/shepherd/kafka-ca.pem" || tg.Port != 0 || tg.Flavor != "" {
+		t.Errorf("parsed target %+v", tg)
+	}
+	back, err := decodeStoredSpec(sp.Name, sp.Marshal())
+	if err != nil || string(back.Marshal()) != string(sp.Marshal()) {
+		t.Errorf("stored form does not round-trip (%v):\n%s", err, sp.Marshal())
+	}
+	if r := sp.Redacted(); r.Target.Password != RedactedPassword || strings.Contains(string(r.Marshal()), "s3cret") {
+		t.Errorf("Redacted keeps the target's password: %s", r.Marshal())
+	}
+	if txt := tg.KafkaText(); strings.Contains(txt, "s3cret") || !strings.Contains(txt, "kafka1.example:9093") || !strings.Contains(txt, "SCRAM-SHA-512 user shepherd") {
+		t.Errorf("KafkaText() = %q", txt)
+	}
+	noFile := *sp
+	noFile.Source.PasswordFile = ""
+	cfg, err := replicationConfig(t.Context(), &noFile, nil)
+	if err != nil || cfg.Sink == nil || !strings.Contains(cfg.Sink.String(), "cdc.shop.<db>.<table>") || strings.Contains(cfg.Sink.String(), "s3cret") {
+		t.Errorf("replication config: sink %v (%v)", cfg.Sink, err)
+	}
+
+	base := "name: t1\nsource: {host: a, user: u}\n"
+	for _, tc := range []struct{ doc, want string }{
+		{base + "target: {kind: kafka}\n", "target.brokers: required"},
+		{base + "target: {kind: kafka, brokers: [k]}\n", "target.brokers:"},
+		{base + "target: {kind: kafka, brokers: ['k:1'], host: h}\n", "target.host:"},
+		{base + "target: {kind: kafka, brokers: ['k:1'], stream: S}\n", "target.stream: only with kind nats"},
+		{base + "target: {kind: nats, url: 'nats://x:1', stream: S, brokers: ['k:1']}\n", "target.brokers: only with kind kafka"},
+		{base + "target: {host: b, user: u, format: canal}\n", "target.format: only with kind kafka"},
+		{base + "target: {kind: kafka, brokers: ['k:1'], format: avro}\n", "target.format:"},
+		{base + "target: {kind: kafka, brokers: ['k:1'], topicMode: single}\n", "target.topic: required"},
+		{base + "target: {kind: kafka, brokers: ['k:1'], topicPrefix: 'a b'}\n", "target.topicPrefix:"},
+		{base + "target: {kind: kafka, brokers: ['k:1'], saslMechanism: GSSAPI, user: u, password: p}\n", "target.saslMechanism:"},
+		{base + "target: {kind: kafka, brokers: ['k:1'], saslMechanism: PLAIN, user: u}\n", "target.password: required"},
+		{base + "target: {kind: kafka, brokers: ['k:1'], user: u, password: p}\n", "target.saslMechanism: required"},
+		{base + "target: {kind: kafka, brokers: ['k:1'], saslMechanism: PLAIN, user: u, password: p, passwordFile: /f}\n", "target.passwordFile:"},
+		{base + "target: {kind: kafka, brokers: ['k:1'], tls: {certFile: c.pem}}\n", "target.tls.certFile:"},
+		{base + "target: {kind: kafka, brokers: ['k:1'], transactionTimeout: 1h}\n", "target.transactionTimeout:"},
+	} {
+		_, err := ParseSpec([]byte(tc.doc))
+		if err == nil || !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.doc, err, tc.want)
+		}
+	}
+	// A password file stands for the password.
+	withFile := base + "target: {kind: kafka, brokers: ['k:1'], saslMechanism: PLAIN, user: u, passwordFile: /f}\n"
+	if _, err := ParseSpec([]byte(withFile)); err != nil {
+		t.Errorf("a kafka target with SASL and a password file: %v", err)
 	}
 }

@@ -171,8 +171,11 @@ func writeInstances(w io.Writer, ins []core.Instance, now time.Time) {
 
 // targetText is a target of either kind, without its password.
 func targetText(t *core.TargetEndpoint) string {
-	if !t.IsNATS() {
+	switch {
+	case t.IsMySQL():
 		return endpointText(t.Endpoint)
+	case t.IsKafka():
+		return t.KafkaText()
 	}
 	s := fmt.Sprintf("nats %s stream %s", t.URL, t.Stream)
 	if t.SubjectPrefix != "" {

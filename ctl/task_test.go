@@ -432,32 +432,42 @@ func TestTaskAddMany(t *testing.T) {
 	})
 }
 
-// TestTaskAddNATS stores a task whose target is a NATS JetStream stream
-// and shows it, its password hidden; a nats target missing its stream is
-// refused with the field named.
-func TestTaskAddNATS(t *testing.T) {
-	onEachTarget(t, func(t *testing.T, tg *target) {
-		conn := chrootOf(t, tg)
-		dir := t.TempDir()
-		spec := "name: n1\nsource: {host: db1.example, user: repl, flavor: mariadb}\n" +
-			"target: {kind: nats, url: 'nats://nats.example:4222', stream: SHOP_CDC, subjectPrefix: cdc, user: shepherd, password: t0ken}\n"
-		good := filepath.Join(dir, "n1.yaml")
-		if err := os.WriteFile(good, []byte(spec), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		mustCtlAuth(t, conn, "task", "add", "-f", good)
-		out := mustCtlAuth(t, conn, "task", "show", "n1")
-		if !strings.Contains(out, "nats nats://nats.example:4222 stream SHOP_CDC, subjects cdc.>, user shepherd") || strings.Contains(out, "t0ken") {
-			t.Errorf("task show of a nats task:\n%s", out)
-		}
-		bad := filepath.Join(dir, "bad.yaml")
-		if err := os.WriteFile(bad, []byte(strings.Replace(spec, "stream: SHOP_CDC, ", "", 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if r := runCtlAuth(t, conn, "task", "add", "-f", bad); r.code == 0 || !strings.Contains(r.stderr, "target.stream: required") {
-			t.Errorf("add of a nats target without a stream: want refused naming target.stream\n%v", r)
-		}
-	})
+// TestTaskAddEventTargets stores tasks whose target is a NATS JetStream
+// stream or Kafka and shows them, their passwords hidden; a target
+// missing a required field is refused with the field named.
+func TestTaskAddEventTargets(t *testing.T) {
+	for _, tc := range []struct {
+		kind, target, shows, drop, refused string
+	}{
+		{"nats", "{kind: nats, url: 'nats://nats.example:4222', stream: SHOP_CDC, subjectPrefix: cdc, user: shepherd, password: t0ken}",
+			"nats nats://nats.example:4222 stream SHOP_CDC, subjects cdc.>, user shepherd", "stream: SHOP_CDC, ", "target.stream: required"},
+		{"kafka", "{kind: kafka, brokers: ['kafka.example:9093'], topicPrefix: cdc, format: canal, saslMechanism: PLAIN, user: shepherd, password: t0ken, tls: {}}",
+			"kafka kafka.example:9093 topics cdc.<db>.<table> (canal), PLAIN user shepherd, TLS", "brokers: ['kafka.example:9093'], ", "target.brokers: required"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			onEachTarget(t, func(t *testing.T, tg *target) {
+				conn := chrootOf(t, tg)
+				dir := t.TempDir()
+				spec := "name: n1\nsource: {host: db1.example, user: repl, flavor: mariadb}\ntarget: " + tc.target + "\n"
+				good := filepath.Join(dir, "n1.yaml")
+				if err := os.WriteFile(good, []byte(spec), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				mustCtlAuth(t, conn, "task", "add", "-f", good)
+				out := mustCtlAuth(t, conn, "task", "show", "n1")
+				if !strings.Contains(out, tc.shows) || strings.Contains(out, "t0ken") {
+					t.Errorf("task show of a %s task: want %q, no password\n%s", tc.kind, tc.shows, out)
+				}
+				bad := filepath.Join(dir, "bad.yaml")
+				if err := os.WriteFile(bad, []byte(strings.Replace(spec, tc.drop, "", 1)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if r := runCtlAuth(t, conn, "task", "add", "-f", bad); r.code == 0 || !strings.Contains(r.stderr, tc.refused) {
+					t.Errorf("add of a %s target without %s: want refused naming it\n%v", tc.kind, tc.drop, r)
+				}
+			})
+		})
+	}
 }
 
 // TestTaskCheck: task check dry-runs specs from this host without a

@@ -10,7 +10,8 @@
 // and per attempt a SinkRun that claims the checkpoint for the epoch and
 // takes segments until it commits them. The MySQL sink (mysqlsink.go,
 // the applier below) is the default; package replication/natssink
-// publishes to NATS JetStream. What follows describes the MySQL sink.
+// publishes to NATS JetStream, package replication/kafkasink produces to
+// Kafka. What follows describes the MySQL sink.
 //
 // # Data path
 //

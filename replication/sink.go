@@ -14,7 +14,7 @@ import (
 // The MySQL sink (MySQLSink, the default when Config.Sink is nil) writes
 // rows into a MySQL or MariaDB target with the checkpoint row in the same
 // transaction. Package replication/natssink publishes them to a NATS
-// JetStream stream.
+// JetStream stream, package replication/kafkasink to Kafka topics.
 //
 // What every sink must guarantee, so that Run stays exactly once:
 //
@@ -27,7 +27,8 @@ import (
 //   - re-writing the changes after the checkpoint (what a Run resuming
 //     from it does after a crash) has no effect beyond the first write —
 //     MySQL by committing the checkpoint in the rows' transaction,
-//     JetStream by deduplicating message ids.
+//     JetStream by deduplicating message ids, Kafka by committing the
+//     checkpoint in the events' transaction.
 type Sink interface {
 	// String names the target for logs and messages, without secrets.
 	String() string

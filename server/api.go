@@ -231,10 +231,10 @@ func (s *Server) readSpec(w http.ResponseWriter, r *http.Request) (*core.Spec, e
 	if err := sp.Complete(); err != nil {
 		return nil, err
 	}
-	if sp.Target.IsNATS() {
+	if !sp.Target.IsMySQL() {
 		// The console's forms, its password keeping and its --db-allow
 		// list know MySQL targets only, so far.
-		return nil, errorf(http.StatusBadRequest, "invalid", "target.kind: nats targets are defined with shepherd ctl task add, not in the console (yet)")
+		return nil, errorf(http.StatusBadRequest, "invalid", "target.kind: "+sp.Target.Kind+" targets are defined with shepherd ctl task add, not in the console (yet)")
 	}
 	if err := s.dbAllow.check(&sp); err != nil {
 		return nil, err

@@ -42,9 +42,10 @@ func TestTaskLifecycleThroughTheAPI(t *testing.T) {
 			{"POST", "/api/v1/tasks", `{"name":"bad","source":{"host":"a","port":99999}}`, nil, http.StatusBadRequest, "invalid"},
 			{"POST", "/api/v1/tasks", `{"name":"x","unknown":1}`, nil, http.StatusBadRequest, "invalid"},
 			{"POST", "/api/v1/tasks", `not json`, nil, http.StatusBadRequest, "invalid"},
-			// NATS targets are defined with ctl until the console's form knows them.
+			// NATS and Kafka targets are defined with ctl until the console's form knows them.
 			{"POST", "/api/v1/tasks", `{"name":"n1","source":{"host":"a","user":"u"},"target":{"kind":"nats","url":"nats://127.0.0.1:4222","stream":"S"}}`, nil, http.StatusBadRequest, "invalid"},
 			{"POST", "/api/v1/tasks:validate", `{"name":"n1","source":{"host":"a","user":"u"},"target":{"kind":"nats","url":"nats://127.0.0.1:4222","stream":"S"}}`, nil, http.StatusBadRequest, "invalid"},
+			{"POST", "/api/v1/tasks", `{"name":"k1","source":{"host":"a","user":"u"},"target":{"kind":"kafka","brokers":["127.0.0.1:9092"]}}`, nil, http.StatusBadRequest, "invalid"},
 			{"PUT", "/api/v1/tasks/orders", specJSON, nil, http.StatusPreconditionRequired, "if_match_required"},
 			{"PUT", "/api/v1/tasks/orders", specJSON, map[string]string{"If-Match": `"999"`}, http.StatusPreconditionFailed, "version_conflict"},
 			{"PUT", "/api/v1/tasks/other", specJSON, map[string]string{"If-Match": etag}, http.StatusBadRequest, "invalid"},

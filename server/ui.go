@@ -280,8 +280,8 @@ func (s *Server) uiRoutes() {
 		if tv.Spec == nil {
 			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" has no readable spec: "+tv.SpecError)
 		}
-		if tv.Spec.Target.IsNATS() {
-			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" publishes to NATS JetStream: edit it with shepherd ctl task add --replace (the console's form knows MySQL targets only)")
+		if !tv.Spec.Target.IsMySQL() {
+			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" publishes to "+targetKindName(tv.Spec.Target.Kind)+": edit it with shepherd ctl task add --replace (the console's form knows MySQL targets only)")
 		}
 		d.Title = "Edit task " + tv.Name
 		d.Data = taskPage{View: tv, Spec: tv.Spec, Standby: s.formStandby(r.Context(), tv.Spec, false)}
@@ -464,4 +464,15 @@ func compactJSON(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// targetKindName names a target kind the console's forms do not know.
+func targetKindName(kind string) string {
+	switch kind {
+	case core.TargetNATS:
+		return "NATS JetStream"
+	case core.TargetKafka:
+		return "Kafka"
+	}
+	return kind
 }

@@ -44,6 +44,14 @@ var rules = []rule{
 		Doc: "replication/natssink/doc.go", Says: "never import the coordination\n// client",
 	},
 	{
+		From: []string{"replication/kafkasink"}, Never: zkClients,
+		Doc: "replication/kafkasink/doc.go", Says: "never import the coordination\n// client",
+	},
+	{
+		From: []string{"replication/changeevent"}, Never: []string{"net", "os"},
+		Doc: "replication/changeevent/changeevent.go", Says: "Everything here is a pure\n// function of the segment, no I/O",
+	},
+	{
 		From: []string{"coord/watch"}, Never: []string{"net", module + "/coord/tree"},
 		Doc: "coord/watch/doc.go", Says: "It never talks to the network, starts no\n// goroutines, knows nothing about the data tree",
 	},
@@ -65,7 +73,7 @@ var rules = []rule{
 	},
 	{
 		// The shipped binary is the one place every package meets.
-		From: []string{"cmd/shepherd"}, Never: []string{module + "/internal/testpeer", module + "/internal/coordtest", module + "/internal/crashload"},
+		From: []string{"cmd/shepherd"}, Never: []string{module + "/internal/testpeer", module + "/internal/coordtest", module + "/internal/crashload", module + "/internal/sinktest"},
 		Doc: "internal/testpeer/doc.go", Says: "This package is for tests only; nothing outside _test.go files and test\n// helpers may import it.",
 	},
 }

@@ -10,8 +10,8 @@
 // event carries its source position (file, pos of the transaction's
 // start), GTID, the source server's identity, the commit time and its
 // index in the transaction. Events are rendered from the row images and
-// the table map alone (envelope.go, pure functions), so the source must
-// log column names: binlog_row_metadata=FULL.
+// the table map alone (package changeevent, pure functions), so the
+// source must log column names: binlog_row_metadata=FULL.
 //
 // # Exactly once
 //

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/shepherd-dev/shepherd/internal/rowtypes"
+	"github.com/shepherd-dev/shepherd/internal/sinktest"
 	"github.com/shepherd-dev/shepherd/replication"
 )
 
@@ -34,12 +35,12 @@ var goldenVolatile = []struct {
 // the commit times are the same every run.
 func TestEnvelopeGolden(t *testing.T) {
 	source, n := peers(t)
-	dropDB(t, source, "rt_types")
+	sinktest.DropDB(t, source, "rt_types")
 	cfg := replicationConfig(t, source, natsConfig(n), "rt_types")
-	r := open(t, cfg)
-	from := currentPosition(t, r)
+	r := sinktest.Open(t, cfg)
+	from := sinktest.CurrentPosition(t, r)
 
-	conn := sqlConn(t, source.DB(t))
+	conn := sinktest.SQLConn(t, source.DB(t))
 	stmts := append([]string{"SET timestamp = 1764000000", "CREATE DATABASE rt_types", rowtypes.AllTypes}, rowtypes.Rows...)
 	stmts = append(stmts,
 		"UPDATE rt_types.alltypes SET tiu = 254, f = f * 2, vc = CONCAT(vc, 'x'), n = 1 WHERE id IN (1, 9)",
@@ -52,9 +53,9 @@ func TestEnvelopeGolden(t *testing.T) {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
-	rn := startRun(t, r, from, 1, "golden")
-	waitCaughtUp(t, r, source, rn)
-	if err := rn.stop(); err != nil {
+	rn := sinktest.StartRun(t, r, from, 1, "golden")
+	sinktest.WaitCaughtUp(t, r, source, rn)
+	if err := rn.Stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	events := readStream(t, n.URL(), "CDC")
@@ -122,17 +123,6 @@ func TestMsgID(t *testing.T) {
 	}
 	if got, want := MsgID("t1", start, "", 0), "t1:mariadb:7:mysql-bin.000003:1234:0"; got != want {
 		t.Errorf("MsgID without a GTID = %q, want %q", got, want)
-	}
-}
-
-func TestAppendJSONString(t *testing.T) {
-	for in, want := range map[string]string{
-		`plain`: `"plain"`, "q\"b\\": `"q\"b\\"`, "nl\n\r\t": `"nl\n\r\t"`, "\x00\x1f": `"\u0000\u001f"`,
-		"emoji 😀 ü": `"emoji 😀 ü"`, "ls\u2028ps\u2029": `"ls\u2028ps\u2029"`,
-	} {
-		if got := string(appendJSONString(nil, in)); got != want {
-			t.Errorf("appendJSONString(%q) = %s, want %s", in, got, want)
-		}
 	}
 }
 

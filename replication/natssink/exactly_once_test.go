@@ -15,8 +15,10 @@ import (
 
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/crashload"
+	"github.com/shepherd-dev/shepherd/internal/sinktest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
 	"github.com/shepherd-dev/shepherd/replication"
+	"github.com/shepherd-dev/shepherd/replication/changeevent"
 )
 
 // helperEnv, when set, makes the test binary a replicator process
@@ -60,12 +62,12 @@ func helperMain() int {
 type inProcess struct {
 	r    *replication.Replicator
 	from replication.Position
-	rn   *bgRun
+	rn   *sinktest.Run
 }
 
-func (c *inProcess) Start(t *testing.T) { c.rn = startRun(t, c.r, c.from, 1, "inproc") }
+func (c *inProcess) Start(t *testing.T) { c.rn = sinktest.StartRun(t, c.r, c.from, 1, "inproc") }
 func (c *inProcess) Crash(t *testing.T) {
-	if err := c.rn.stop(); err != nil {
+	if err := c.rn.Stop(); err != nil {
 		t.Fatalf("Run failed before the crash: %v", err)
 	}
 }
@@ -96,9 +98,9 @@ func checkExactlyOnce(t *testing.T, url, stream, db string, txns int) {
 			continue
 		}
 		switch {
-		case e.Env.Source.Table == "log" && e.Env.Op == OpCreate:
+		case e.Env.Source.Table == "log" && e.Env.Op == changeevent.OpCreate:
 			logTxns[int(e.Env.After["txn"].(float64))]++
-		case e.Env.Source.Table == "counter" && e.Env.Op == OpUpdate:
+		case e.Env.Source.Table == "counter" && e.Env.Op == changeevent.OpUpdate:
 			counts[int(e.Env.After["n"].(float64))]++
 		}
 	}
@@ -122,12 +124,12 @@ func TestExactlyOnceAcrossCrashes(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			source, n := peers(t)
 			db := "ns_crash_" + mode
-			dropDB(t, source, db)
+			sinktest.DropDB(t, source, db)
 			nc := natsConfig(n)
 			cfg := replicationConfig(t, source, nc, db)
 			cfg.BatchRows = 50 // many checkpoints, so crashes land between and inside batches
-			r := open(t, cfg)
-			from := currentPosition(t, r)
+			r := sinktest.Open(t, cfg)
+			from := sinktest.CurrentPosition(t, r)
 			crashload.CreateTables(t, source, db)
 
 			var c crashload.Crasher
@@ -146,12 +148,12 @@ func TestExactlyOnceAcrossCrashes(t *testing.T) {
 			dupsBefore := Duplicates()
 			c.Start(t)
 			for range 6 {
-				waitCommits(t, r, 3)
+				sinktest.WaitCommits(t, r, 3)
 				c.Crash(t)
 				c.Start(t)
 			}
 			txns := load.Finish(t)
-			waitCaughtUp(t, r, source, nil)
+			sinktest.WaitCaughtUp(t, r, source, nil)
 			c.Crash(t)
 			if mode == "cancel" {
 				// Evidence that the crashes landed between a publish and its
@@ -170,26 +172,26 @@ func TestExactlyOnceAcrossCrashes(t *testing.T) {
 func TestNATSRestartMidStream(t *testing.T) {
 	source, n := peers(t)
 	db := "ns_outage"
-	dropDB(t, source, db)
+	sinktest.DropDB(t, source, db)
 	cfg := replicationConfig(t, source, natsConfig(n), db)
 	cfg.BatchRows = 50
-	r := open(t, cfg)
-	from := currentPosition(t, r)
+	r := sinktest.Open(t, cfg)
+	from := sinktest.CurrentPosition(t, r)
 	crashload.CreateTables(t, source, db)
 	load := crashload.Start(t, source, db, 1000)
-	rn := startRun(t, r, from, 1, "outage")
-	waitCommits(t, r, 3)
+	rn := sinktest.StartRun(t, r, from, 1, "outage")
+	sinktest.WaitCommits(t, r, 3)
 	n.Stop()
 	coordtest.WaitFor(t, 30*time.Second, "Run reporting the outage as a retry", func() error {
-		if !rn.saw(replication.StateRetrying) {
+		if !rn.Saw(replication.StateRetrying) {
 			return errors.New("no retrying state reported yet")
 		}
 		return nil
 	})
 	n.Start(t)
 	txns := load.Finish(t)
-	waitCaughtUp(t, r, source, rn)
-	if err := rn.stop(); err != nil {
+	sinktest.WaitCaughtUp(t, r, source, rn)
+	if err := rn.Stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	checkExactlyOnce(t, n.URL(), "CDC", db, txns)
@@ -202,29 +204,27 @@ func TestNATSRestartMidStream(t *testing.T) {
 func TestFencedOwnerCannotMoveCheckpoint(t *testing.T) {
 	source, n := peers(t)
 	db := "ns_fence"
-	dropDB(t, source, db)
+	sinktest.DropDB(t, source, db)
 	cfg := replicationConfig(t, source, natsConfig(n), db)
 	cfg.BatchRows = 20
-	r1 := open(t, cfg)
-	from := currentPosition(t, r1)
+	r1 := sinktest.Open(t, cfg)
+	from := sinktest.CurrentPosition(t, r1)
 	crashload.CreateTables(t, source, db)
 	load := crashload.Start(t, source, db, 500)
-	old := startRun(t, r1, from, 1, "old")
-	waitCommits(t, r1, 2)
+	old := sinktest.StartRun(t, r1, from, 1, "old")
+	sinktest.WaitCommits(t, r1, 2)
 
-	r2 := open(t, cfg)
-	newer := startRun(t, r2, from, 2, "new")
+	r2 := sinktest.Open(t, cfg)
+	newer := sinktest.StartRun(t, r2, from, 2, "new")
 	coordtest.WaitFor(t, 60*time.Second, "the older owner fenced", func() error {
-		select {
-		case err := <-old.done:
-			old.done <- err
-			if !errors.Is(err, replication.ErrFenced) {
-				t.Fatalf("the older owner's Run returned %v, want ErrFenced", err)
-			}
-			return nil
-		default:
+		done, err := old.Returned()
+		if !done {
 			return errors.New("still running")
 		}
+		if !errors.Is(err, replication.ErrFenced) {
+			t.Fatalf("the older owner's Run returned %v, want ErrFenced", err)
+		}
+		return nil
 	})
 	cp, _, err := r2.TargetCheckpoint(t.Context())
 	if err != nil || cp.Epoch != 2 || cp.Owner != "new" {
@@ -270,8 +270,8 @@ func TestFencedOwnerCannotMoveCheckpoint(t *testing.T) {
 	}
 
 	txns := load.Finish(t)
-	waitCaughtUp(t, r2, source, newer)
-	if err := newer.stop(); err != nil {
+	sinktest.WaitCaughtUp(t, r2, source, newer)
+	if err := newer.Stop(); err != nil {
 		t.Fatalf("Run of epoch 2: %v", err)
 	}
 	checkExactlyOnce(t, n.URL(), "CDC", db, txns)

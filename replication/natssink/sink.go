@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/shepherd-dev/shepherd/replication"
+	"github.com/shepherd-dev/shepherd/replication/changeevent"
 )
 
 // New returns the sink publishing to the JetStream stream c describes.
@@ -395,10 +396,7 @@ func (r *run) Write(ctx context.Context, seg replication.Segment) error {
 	if r.txn != seg.Start || !r.partial {
 		r.txn, r.index = seg.Start, 0
 	}
-	src := eventSource{task: r.t.env.Task, server: seg.Start.Server, file: seg.Start.File, pos: seg.Start.Pos, gtid: seg.GTID, tsMS: int64(seg.TS) * 1000}
-	if src.server == "" {
-		src.server = seg.End.Server
-	}
+	src := changeevent.NewSource(r.t.env.Task, &seg)
 	if seg.DDL != nil {
 		if err := r.ddl(ctx, seg, &src); err != nil {
 			return err
@@ -421,7 +419,7 @@ func (r *run) Write(ctx context.Context, seg replication.Segment) error {
 	return nil
 }
 
-func (r *run) ddl(ctx context.Context, seg replication.Segment, src *eventSource) error {
+func (r *run) ddl(ctx context.Context, seg replication.Segment, src *changeevent.Source) error {
 	routed, ok, why, err := r.t.env.PlanDDL(seg.DDL.Schema, seg.DDL.Query)
 	if err != nil {
 		return fmt.Errorf("%w: DDL of source transaction %s at %s: %w", replication.ErrNonRetryable, seg.GTID, seg.Start, err)
@@ -430,49 +428,23 @@ func (r *run) ddl(ctx context.Context, seg replication.Segment, src *eventSource
 		r.t.env.Log.Debug("DDL not published", "position", seg.Start.String(), "why", why)
 		return nil
 	}
-	src.row = r.index
-	r.buf = appendDDLEvent(r.buf[:0], seg.DDL.Schema, seg.DDL.Query, routed, src)
+	src.Row = r.index
+	r.buf = changeevent.AppendDDLEvent(r.buf[:0], seg.DDL.Schema, seg.DDL.Query, routed, src)
 	return r.publish(ctx, r.t.cfg.SubjectPrefix+"."+SchemaSubject, src)
 }
 
-func (r *run) change(ctx context.Context, c *replication.Change, src *eventSource) error {
+func (r *run) change(ctx context.Context, c *replication.Change, src *changeevent.Source) error {
 	db, table := r.t.env.Route(c.DB, c.Table)
 	subject := r.t.cfg.SubjectPrefix + "." + SubjectToken(db) + "." + SubjectToken(table)
-	src.db, src.table = c.DB, c.Table
-	step, op := 1, OpCreate
-	switch c.Kind {
-	case replication.ChangeUpdate:
-		step, op = 2, OpUpdate
-	case replication.ChangeDelete:
-		op = OpDelete
-	}
-	for i := 0; i+step <= len(c.Rows); i += step {
-		var before, after []any
-		switch c.Kind {
-		case replication.ChangeInsert:
-			after = c.Rows[i]
-		case replication.ChangeDelete:
-			before = c.Rows[i]
-		default:
-			before, after = c.Rows[i], c.Rows[i+1]
-		}
-		src.row = r.index
+	src.DB, src.Table = c.DB, c.Table
+	return changeevent.EachRow(c, func(op string, before, after []any) error {
+		src.Row = r.index
 		var err error
-		if r.buf, err = appendRowEvent(r.buf[:0], c.TableMap, op, before, after, src); err != nil {
-			if errors.Is(err, replication.ErrNonRetryable) {
-				return fmt.Errorf("table %s.%s, source transaction at %s: %w", c.DB, c.Table, src.position(), err)
-			}
-			return fmt.Errorf("%w: table %s.%s, source transaction at %s: %w", replication.ErrNonRetryable, c.DB, c.Table, src.position(), err)
+		if r.buf, err = changeevent.AppendRowEvent(r.buf[:0], c.TableMap, op, before, after, src); err != nil {
+			return changeevent.RowError(c.DB, c.Table, src, err)
 		}
-		if err := r.publish(ctx, subject, src); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *eventSource) position() string {
-	return s.file + ":" + strconv.FormatUint(uint64(s.pos), 10)
+		return r.publish(ctx, subject, src)
+	})
 }
 
 // MsgID is the message id of event index of the source transaction
@@ -490,7 +462,7 @@ func MsgID(task string, start replication.Position, gtid string, index int) stri
 }
 
 // publish sends r.buf with its message id, asynchronously.
-func (r *run) publish(ctx context.Context, subject string, src *eventSource) error {
+func (r *run) publish(ctx context.Context, subject string, src *changeevent.Source) error {
 	if len(r.futures)-r.acked >= maxUnacked {
 		if err := r.waitAcks(ctx, r.acked+maxUnacked/2); err != nil {
 			return err
@@ -499,7 +471,7 @@ func (r *run) publish(ctx context.Context, subject string, src *eventSource) err
 	if err := r.checkConnection(); err != nil {
 		return err
 	}
-	id := MsgID(src.task, replication.Position{Server: src.server, File: src.file, Pos: src.pos}, src.gtid, r.index)
+	id := MsgID(src.Task, replication.Position{Server: src.Server, File: src.File, Pos: src.Pos}, src.GTID, r.index)
 	m := &nats.Msg{Subject: subject, Data: append([]byte(nil), r.buf...), Header: nats.Header{}}
 	f, err := r.t.js.PublishMsgAsync(m, jetstream.WithMsgID(id))
 	if err != nil {

@@ -1,4 +1,11 @@
-package natssink
+// Package changeevent renders a task's row changes and schema changes as
+// events, for the sinks that publish them (natssink, kafkasink): the
+// columns of a table map, each value as JSON, and the Debezium-style
+// envelope (before, after, source, op, ts_ms). Everything here is a pure
+// function of the segment, no I/O, so that the same transaction read
+// again after a crash gives the same bytes; a sink adds only where an
+// event goes and how it is sent.
+package changeevent
 
 import (
 	"encoding/base64"
@@ -26,10 +33,6 @@ import (
 	"github.com/shepherd-dev/shepherd/replication"
 )
 
-// This file renders row changes as the event envelope: pure functions of
-// the segment, no I/O, so that the same transaction read again after a
-// crash gives the same bytes.
-
 // Operations of an event, as the envelope's "op" names them.
 const (
 	OpCreate = "c"
@@ -44,112 +47,134 @@ const EnvelopeVersion = 1
 // does not log them (binlog_row_metadata is not FULL), and an event
 // without them cannot be named field by field. It wraps
 // replication.ErrSourceConfig.
-var ErrNoColumnNames = fmt.Errorf("natssink: the source logs no column names: set binlog_row_metadata=FULL on it (SET GLOBAL binlog_row_metadata=FULL, and in its configuration file) (%w)", replication.ErrSourceConfig)
+var ErrNoColumnNames = fmt.Errorf("changeevent: the source logs no column names: set binlog_row_metadata=FULL on it (SET GLOBAL binlog_row_metadata=FULL, and in its configuration file) (%w)", replication.ErrSourceConfig)
 
-// eventSource is what the "source" block says of the transaction.
-type eventSource struct {
-	task      string
-	server    string // the source server's identity, Position.Server
-	db, table string // source names
-	file      string // the transaction's start position
-	pos       uint32
-	gtid      string // the transaction's GTID, "" without one
-	tsMS      int64  // source commit time
-	row       int    // the event's index in its transaction
+// Source is what the "source" block says of the transaction.
+type Source struct {
+	Task      string
+	Server    string // the source server's identity, Position.Server
+	DB, Table string // source names; empty for a schema change
+	File      string // the transaction's start position
+	Pos       uint32
+	GTID      string // the transaction's GTID, "" without one
+	TSMS      int64  // source commit time
+	Row       int    // the event's index in its transaction
 }
 
-// appendSource writes the "source" block.
-func appendSource(b []byte, s *eventSource) []byte {
-	connector := s.server
+// NewSource is the source block of the events of segment seg of task.
+func NewSource(task string, seg *replication.Segment) Source {
+	src := Source{Task: task, Server: seg.Start.Server, File: seg.Start.File, Pos: seg.Start.Pos, GTID: seg.GTID, TSMS: int64(seg.TS) * 1000}
+	if src.Server == "" {
+		src.Server = seg.End.Server
+	}
+	return src
+}
+
+// Position is the transaction's start as file:pos, for messages.
+func (s *Source) Position() string {
+	return s.File + ":" + strconv.FormatUint(uint64(s.Pos), 10)
+}
+
+// AppendSource writes the "source" block.
+func AppendSource(b []byte, s *Source) []byte {
+	connector := s.Server
 	if i := strings.IndexByte(connector, ':'); i >= 0 {
 		connector = connector[:i]
 	}
 	b = append(b, `"source":{"version":`...)
 	b = strconv.AppendInt(b, EnvelopeVersion, 10)
 	b = append(b, `,"connector":`...)
-	b = appendJSONString(b, connector)
+	b = AppendJSONString(b, connector)
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, s.task)
+	b = AppendJSONString(b, s.Task)
 	b = append(b, `,"server":`...)
-	b = appendJSONString(b, s.server)
+	b = AppendJSONString(b, s.Server)
 	b = append(b, `,"ts_ms":`...)
-	b = strconv.AppendInt(b, s.tsMS, 10)
-	if s.db != "" || s.table != "" {
+	b = strconv.AppendInt(b, s.TSMS, 10)
+	if s.DB != "" || s.Table != "" {
 		b = append(b, `,"db":`...)
-		b = appendJSONString(b, s.db)
+		b = AppendJSONString(b, s.DB)
 		b = append(b, `,"table":`...)
-		b = appendJSONString(b, s.table)
+		b = AppendJSONString(b, s.Table)
 	}
 	b = append(b, `,"file":`...)
-	b = appendJSONString(b, s.file)
+	b = AppendJSONString(b, s.File)
 	b = append(b, `,"pos":`...)
-	b = strconv.AppendUint(b, uint64(s.pos), 10)
+	b = strconv.AppendUint(b, uint64(s.Pos), 10)
 	b = append(b, `,"gtid":`...)
-	if s.gtid == "" {
+	if s.GTID == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, s.gtid)
+		b = AppendJSONString(b, s.GTID)
 	}
 	b = append(b, `,"row":`...)
-	b = strconv.AppendInt(b, int64(s.row), 10)
+	b = strconv.AppendInt(b, int64(s.Row), 10)
 	return append(b, '}')
 }
 
-// appendRowEvent writes the envelope of one row change: before and after
+// AppendRowEvent writes the envelope of one row change: before and after
 // images (null where the operation has none), source, op and ts_ms (the
 // source's commit time, not the time of publishing, so that a re-sent
 // event is byte for byte the first one).
-func appendRowEvent(b []byte, tm *binlog.TableMapEvent, op string, before, after []any, src *eventSource) ([]byte, error) {
-	cols, err := columnsOf(tm)
+func AppendRowEvent(b []byte, tm *binlog.TableMapEvent, op string, before, after []any, src *Source) ([]byte, error) {
+	cols, err := Columns(tm)
 	if err != nil {
 		return b, err
 	}
+	return AppendEnvelope(b, cols, op, before, after, src)
+}
+
+// AppendEnvelope is AppendRowEvent with the table's columns read
+// already.
+func AppendEnvelope(b []byte, cols []Column, op string, before, after []any, src *Source) ([]byte, error) {
+	var err error
 	b = append(b, `{"before":`...)
-	if b, err = appendImage(b, cols, before); err != nil {
+	if b, err = AppendImage(b, cols, before); err != nil {
 		return b, err
 	}
 	b = append(b, `,"after":`...)
-	if b, err = appendImage(b, cols, after); err != nil {
+	if b, err = AppendImage(b, cols, after); err != nil {
 		return b, err
 	}
 	b = append(b, ',')
-	b = appendSource(b, src)
+	b = AppendSource(b, src)
 	b = append(b, `,"op":`...)
-	b = appendJSONString(b, op)
+	b = AppendJSONString(b, op)
 	b = append(b, `,"ts_ms":`...)
-	b = strconv.AppendInt(b, src.tsMS, 10)
+	b = strconv.AppendInt(b, src.TSMS, 10)
 	return append(b, '}'), nil
 }
 
-// appendDDLEvent writes the envelope of a schema change: the statement
+// AppendDDLEvent writes the envelope of a schema change: the statement
 // as the source ran it, its default database there, and the statement
 // with the task's routes applied (what a MySQL target would run).
-func appendDDLEvent(b []byte, schema, query, routed string, src *eventSource) []byte {
+func AppendDDLEvent(b []byte, schema, query, routed string, src *Source) []byte {
 	b = append(b, `{"ddl":`...)
-	b = appendJSONString(b, query)
+	b = AppendJSONString(b, query)
 	b = append(b, `,"routed":`...)
-	b = appendJSONString(b, routed)
+	b = AppendJSONString(b, routed)
 	b = append(b, `,"databaseName":`...)
-	b = appendJSONString(b, schema)
+	b = AppendJSONString(b, schema)
 	b = append(b, ',')
-	b = appendSource(b, src)
+	b = AppendSource(b, src)
 	b = append(b, `,"op":"ddl","ts_ms":`...)
-	b = strconv.AppendInt(b, src.tsMS, 10)
+	b = strconv.AppendInt(b, src.TSMS, 10)
 	return append(b, '}')
 }
 
-// column is what the envelope needs of one column, from the table map.
-type column struct {
-	name     string
-	typ      byte // the real type: ENUM and SET told apart from STRING
-	unsigned bool
-	charset  string // of a character column; "binary" for binary strings and BLOBs
-	labels   []string
+// Column is what the envelope needs of one column, from the table map.
+type Column struct {
+	Name     string
+	Type     byte   // the real type: ENUM and SET told apart from STRING
+	Meta     uint16 // the table map's metadata of the column (lengths, precision)
+	Unsigned bool
+	Charset  string // of a character column; "binary" for binary strings and BLOBs
+	Labels   []string
 }
 
-// columnsOf reads the columns of a table map logged with
+// Columns reads the columns of a table map logged with
 // binlog_row_metadata=FULL.
-func columnsOf(tm *binlog.TableMapEvent) ([]column, error) {
+func Columns(tm *binlog.TableMapEvent) ([]Column, error) {
 	names := tm.ColumnNameString()
 	if len(names) != int(tm.ColumnCount) {
 		return nil, fmt.Errorf("table %s.%s: %w", tm.Schema, tm.Table, ErrNoColumnNames)
@@ -157,32 +182,32 @@ func columnsOf(tm *binlog.TableMapEvent) ([]column, error) {
 	unsigned := tm.UnsignedMap()
 	collations := tm.CollationMap()
 	enums, sets := tm.EnumStrValueMap(), tm.SetStrValueMap()
-	cols := make([]column, len(names))
+	cols := make([]Column, len(names))
 	for i, n := range names {
-		c := column{name: n, typ: realType(tm, i), unsigned: unsigned[i]}
+		c := Column{Name: n, Type: realType(tm, i), Meta: tm.ColumnMeta[i], Unsigned: unsigned[i]}
 		switch {
 		case tm.IsEnumColumn(i):
-			c.labels = enums[i]
-			if c.labels == nil {
+			c.Labels = enums[i]
+			if c.Labels == nil {
 				return nil, fmt.Errorf("table %s.%s column %s: ENUM without its labels: %w", tm.Schema, tm.Table, n, ErrNoColumnNames)
 			}
 		case tm.IsSetColumn(i):
-			c.labels = sets[i]
+			c.Labels = sets[i]
 		case tm.IsCharacterColumn(i):
 			id, ok := collations[i]
 			if !ok {
 				// Geometry (MariaDB counts it as character) has no
 				// collation: its bytes are WKB.
-				c.charset = "binary"
+				c.Charset = "binary"
 				break
 			}
 			cs, err := charsetOf(id)
 			if err != nil {
 				return nil, fmt.Errorf("table %s.%s column %s: %w", tm.Schema, tm.Table, n, err)
 			}
-			c.charset = cs
-		case c.typ == gomysql.MYSQL_TYPE_GEOMETRY:
-			c.charset = "binary"
+			c.Charset = cs
+		case c.Type == gomysql.MYSQL_TYPE_GEOMETRY:
+			c.Charset = "binary"
 		}
 		cols[i] = c
 	}
@@ -250,9 +275,9 @@ func init() {
 	decoders["gb2312"] = simplifiedchinese.GBK
 }
 
-// appendImage writes a row image as an object of column name to value,
-// in column order, or null for none.
-func appendImage(b []byte, cols []column, row []any) ([]byte, error) {
+// AppendImage writes a row image as an object of Column name to value,
+// in Column order, or null for none.
+func AppendImage(b []byte, cols []Column, row []any) ([]byte, error) {
 	if row == nil {
 		return append(b, "null"...), nil
 	}
@@ -265,16 +290,16 @@ func appendImage(b []byte, cols []column, row []any) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, cols[i].name)
+		b = AppendJSONString(b, cols[i].Name)
 		b = append(b, ':')
-		if b, err = appendValue(b, &cols[i], row[i]); err != nil {
-			return b, fmt.Errorf("column %s: %w", cols[i].name, err)
+		if b, err = AppendValue(b, &cols[i], row[i]); err != nil {
+			return b, fmt.Errorf("column %s: %w", cols[i].Name, err)
 		}
 	}
 	return append(b, '}'), nil
 }
 
-// appendValue writes one value as JSON:
+// AppendValue writes one value as JSON:
 //   - integers as numbers, unsigned columns reinterpreted at their width;
 //     BIT as an unsigned number; YEAR as a number;
 //   - FLOAT and DOUBLE as the shortest decimal that reads back the same
@@ -286,17 +311,17 @@ func appendImage(b []byte, cols []column, row []any) ([]byte, error) {
 //     UTF-8; binary strings, BLOBs and geometry as base64;
 //   - JSON as its text, a string; ENUM as its label, SET as its labels
 //     joined by commas (as MySQL shows them).
-func appendValue(b []byte, c *column, v any) ([]byte, error) {
+func AppendValue(b []byte, c *Column, v any) ([]byte, error) {
 	if v == nil {
 		return append(b, "null"...), nil
 	}
-	switch c.typ {
+	switch c.Type {
 	case gomysql.MYSQL_TYPE_ENUM, gomysql.MYSQL_TYPE_SET:
-		text, err := replication.EnumSetText(v, c.labels, c.typ == gomysql.MYSQL_TYPE_SET)
+		text, err := replication.EnumSetText(v, c.Labels, c.Type == gomysql.MYSQL_TYPE_SET)
 		if err != nil {
 			return b, fmt.Errorf("%w (labels of the table map)", err)
 		}
-		return appendJSONString(b, text), nil
+		return AppendJSONString(b, text), nil
 	case gomysql.MYSQL_TYPE_BIT:
 		n, ok := replication.IntValue(v)
 		if !ok {
@@ -306,34 +331,34 @@ func appendValue(b []byte, c *column, v any) ([]byte, error) {
 	case gomysql.MYSQL_TYPE_NEWDECIMAL, gomysql.MYSQL_TYPE_DECIMAL:
 		switch x := v.(type) {
 		case string:
-			return appendJSONString(b, x), nil
+			return AppendJSONString(b, x), nil
 		case decimal.Decimal:
-			return appendJSONString(b, x.String()), nil
+			return AppendJSONString(b, x.String()), nil
 		}
 		return b, fmt.Errorf("DECIMAL value of type %T", v)
 	}
 	switch x := v.(type) {
 	case int8:
-		if c.unsigned {
+		if c.Unsigned {
 			return strconv.AppendUint(b, uint64(uint8(x)), 10), nil
 		}
 		return strconv.AppendInt(b, int64(x), 10), nil
 	case int16:
-		if c.unsigned {
+		if c.Unsigned {
 			return strconv.AppendUint(b, uint64(uint16(x)), 10), nil
 		}
 		return strconv.AppendInt(b, int64(x), 10), nil
 	case int32:
-		if c.unsigned {
+		if c.Unsigned {
 			u := uint32(x)
-			if c.typ == gomysql.MYSQL_TYPE_INT24 {
+			if c.Type == gomysql.MYSQL_TYPE_INT24 {
 				u &= 1<<24 - 1 // decoded from 3 bytes, sign-extended
 			}
 			return strconv.AppendUint(b, uint64(u), 10), nil
 		}
 		return strconv.AppendInt(b, int64(x), 10), nil
 	case int64:
-		if c.unsigned {
+		if c.Unsigned {
 			return strconv.AppendUint(b, uint64(x), 10), nil
 		}
 		return strconv.AppendInt(b, x, 10), nil
@@ -353,9 +378,9 @@ func appendValue(b []byte, c *column, v any) ([]byte, error) {
 		}
 		return strconv.AppendFloat(b, x, 'g', -1, 64), nil
 	case decimal.Decimal:
-		return appendJSONString(b, x.String()), nil
+		return AppendJSONString(b, x.String()), nil
 	case time.Time:
-		return appendJSONString(b, x.UTC().Format("2006-01-02 15:04:05.999999")), nil
+		return AppendJSONString(b, x.UTC().Format("2006-01-02 15:04:05.999999")), nil
 	case string:
 		return appendText(b, c, x)
 	case []byte:
@@ -365,38 +390,38 @@ func appendValue(b []byte, c *column, v any) ([]byte, error) {
 }
 
 // appendText writes a value that arrived as text or bytes.
-func appendText(b []byte, c *column, s string) ([]byte, error) {
-	switch c.charset {
+func appendText(b []byte, c *Column, s string) ([]byte, error) {
+	switch c.Charset {
 	case "":
 		// Not a character column: temporal text, MySQL's JSON text.
 		if !utf8.ValidString(s) {
-			return b, errors.New("text of a non-character column is not UTF-8")
+			return b, errors.New("text of a non-character Column is not UTF-8")
 		}
-		return appendJSONString(b, s), nil
+		return AppendJSONString(b, s), nil
 	case "binary":
-		return appendJSONString(b, base64.StdEncoding.EncodeToString([]byte(s))), nil
+		return AppendJSONString(b, base64.StdEncoding.EncodeToString([]byte(s))), nil
 	case "utf8", "utf8mb3", "utf8mb4", "ascii":
 		if !utf8.ValidString(s) {
-			return b, fmt.Errorf("%s bytes %q are not valid UTF-8", c.charset, s)
+			return b, fmt.Errorf("%s bytes %q are not valid UTF-8", c.Charset, s)
 		}
-		return appendJSONString(b, s), nil
+		return AppendJSONString(b, s), nil
 	}
-	enc, ok := decoders[c.charset]
+	enc, ok := decoders[c.Charset]
 	if !ok {
-		return b, fmt.Errorf("character set %s cannot be converted to UTF-8 (supported: utf8mb4, utf8mb3, ascii, latin1, gbk, utf16 and others: see docs/replication.md)", c.charset)
+		return b, fmt.Errorf("character set %s cannot be converted to UTF-8 (supported: utf8mb4, utf8mb3, ascii, latin1, gbk, utf16 and others: see docs/replication.md)", c.Charset)
 	}
 	u, err := enc.NewDecoder().String(s)
 	if err != nil {
-		return b, fmt.Errorf("%s bytes %q: %w", c.charset, s, err)
+		return b, fmt.Errorf("%s bytes %q: %w", c.Charset, s, err)
 	}
-	return appendJSONString(b, u), nil
+	return AppendJSONString(b, u), nil
 }
 
-// appendJSONString writes s, which must be valid UTF-8, as a JSON string.
+// AppendJSONString writes s, which must be valid UTF-8, as a JSON string.
 // Only what JSON requires is escaped (quote, backslash, controls), plus
 // U+2028 and U+2029 for JavaScript readers; everything else is kept as is,
 // so the output is stable across Go versions.
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
@@ -436,4 +461,41 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// EachRow calls fn with every row change of c, in order: the operation
+// and the before and after images (nil where the operation has none).
+func EachRow(c *replication.Change, fn func(op string, before, after []any) error) error {
+	step, op := 1, OpCreate
+	switch c.Kind {
+	case replication.ChangeUpdate:
+		step, op = 2, OpUpdate
+	case replication.ChangeDelete:
+		op = OpDelete
+	}
+	for i := 0; i+step <= len(c.Rows); i += step {
+		var before, after []any
+		switch c.Kind {
+		case replication.ChangeInsert:
+			after = c.Rows[i]
+		case replication.ChangeDelete:
+			before = c.Rows[i]
+		default:
+			before, after = c.Rows[i], c.Rows[i+1]
+		}
+		if err := fn(op, before, after); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RowError is the error of rendering a row of table db.table in the
+// source transaction src: non-retryable, since the same row renders the
+// same way on every attempt.
+func RowError(db, table string, src *Source, err error) error {
+	if errors.Is(err, replication.ErrNonRetryable) {
+		return fmt.Errorf("table %s.%s, source transaction at %s: %w", db, table, src.Position(), err)
+	}
+	return fmt.Errorf("%w: table %s.%s, source transaction at %s: %w", replication.ErrNonRetryable, db, table, src.Position(), err)
 }
