@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -166,6 +167,40 @@ type TargetEndpoint struct {
 	SASLMechanism string `json:"saslMechanism,omitempty" yaml:"saslMechanism"`
 	// TLS, when given, connects to the brokers with TLS.
 	TLS *kafkasink.TLS `json:"tls,omitempty" yaml:"tls"`
+}
+
+// TargetServer is one server a target connects to, with the spec field
+// that names it.
+type TargetServer struct {
+	Field string // "target.host", "target.url", "target.brokers[1]"
+	Host  string // the host as written, without the port
+	Addr  string // host:port as written (the URL's for nats)
+}
+
+// Servers are the servers the target connects to: what a console's host
+// allow-list checks, and what an edit must leave unchanged for a stored
+// password to stay. Entries that do not parse are left out: validation
+// refuses them.
+func (t *TargetEndpoint) Servers() []TargetServer {
+	switch t.Kind {
+	case TargetNATS:
+		var out []TargetServer
+		for _, part := range strings.Split(t.URL, ",") {
+			if u, err := url.Parse(strings.TrimSpace(part)); err == nil && u.Hostname() != "" {
+				out = append(out, TargetServer{"target.url", u.Hostname(), u.Host})
+			}
+		}
+		return out
+	case TargetKafka:
+		var out []TargetServer
+		for i, b := range t.Brokers {
+			if h, _, err := net.SplitHostPort(b); err == nil && h != "" {
+				out = append(out, TargetServer{fmt.Sprintf("target.brokers[%d]", i), h, b})
+			}
+		}
+		return out
+	}
+	return []TargetServer{{"target.host", t.Host, t.Addr()}}
 }
 
 // IsMySQL reports whether the target is a MySQL or MariaDB server.

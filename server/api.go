@@ -231,10 +231,10 @@ func (s *Server) readSpec(w http.ResponseWriter, r *http.Request) (*core.Spec, e
 	if err := sp.Complete(); err != nil {
 		return nil, err
 	}
-	if !sp.Target.IsMySQL() {
-		// The console's forms, its password keeping and its --db-allow
-		// list know MySQL targets only, so far.
-		return nil, errorf(http.StatusBadRequest, "invalid", "target.kind: "+sp.Target.Kind+" targets are defined with shepherd ctl task add, not in the console (yet)")
+	if sp.Target.TLS != nil {
+		// TLS files are read on the cores' hosts: the console does not let
+		// its users name files there.
+		return nil, errorf(http.StatusBadRequest, "invalid", "target.tls: a Kafka target with TLS is defined with shepherd ctl task add, not in the console")
 	}
 	if err := s.dbAllow.check(&sp); err != nil {
 		return nil, err
@@ -307,8 +307,9 @@ func keepPasswords(sp, old *core.Spec) error {
 			continue
 		}
 		if e.old == nil || e.new.Host != e.old.Host || e.new.Port != e.old.Port || e.new.User != e.old.User ||
-			(e.field == "source" && !sameOrFewerCandidates(sp, old)) {
-			return errorf(http.StatusBadRequest, "invalid", e.field+".password: the stored password is kept only for the same host, port and user (and no new source.hosts); type it again")
+			(e.field == "source" && !sameOrFewerCandidates(sp, old)) ||
+			(e.field == "target" && !sameTargetServers(&sp.Target, &old.Target)) {
+			return errorf(http.StatusBadRequest, "invalid", e.field+".password: the stored password is kept only for the same servers and user (and no new source.hosts); type it again")
 		}
 		e.new.Password = e.old.Password
 	}
@@ -320,6 +321,24 @@ func keepPasswords(sp, old *core.Spec) error {
 func sameOrFewerCandidates(sp, old *core.Spec) bool {
 	for _, e := range sp.Source.Candidates() {
 		if _, ok := old.Source.Candidate(e.Addr()); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// sameTargetServers reports whether t is of old's kind and connects to no
+// server old does not: the target password goes to each of them.
+func sameTargetServers(t, old *core.TargetEndpoint) bool {
+	if t.IsMySQL() != old.IsMySQL() || t.Kind != old.Kind && !t.IsMySQL() {
+		return false
+	}
+	was := map[string]bool{}
+	for _, s := range old.Servers() {
+		was[s.Addr] = true
+	}
+	for _, s := range t.Servers() {
+		if !was[s.Addr] {
 			return false
 		}
 	}

@@ -14,8 +14,9 @@ import (
 // the flag.
 var ErrConfig = errors.New("server: invalid configuration")
 
-// dbAllow is the --db-allow list: the database hosts a task spec or a dry
-// run may name through this console. The zero value allows every host.
+// dbAllow is the --db-allow list: the hosts a task spec or a dry run may
+// name through this console — databases, and a NATS or Kafka target's
+// servers. The zero value allows every host.
 // Host names are compared as written, never resolved (internal/hostallow).
 type dbAllow struct {
 	list hostallow.List
@@ -48,13 +49,18 @@ func (a dbAllow) allows(host string) bool {
 // naming the field. The list itself is not shown: it maps the network.
 func (a dbAllow) check(sp *core.Spec) error {
 	type named struct{ field, host string }
-	hosts := []named{{"source.host", sp.Source.Host}, {"target.host", sp.Target.Host}}
+	hosts := []named{{"source.host", sp.Source.Host}}
 	for i, e := range sp.Source.Candidates()[1:] {
 		hosts = append(hosts, named{fmt.Sprintf("source.hosts[%d]", i), e.Host})
 	}
+	// A NATS or Kafka target's servers are checked as a database's are:
+	// a console user must not make the cores send rows anywhere else.
+	for _, ts := range sp.Target.Servers() {
+		hosts = append(hosts, named{ts.Field, ts.Host})
+	}
 	for _, e := range hosts {
 		if !a.allows(e.host) {
-			return errorf(http.StatusBadRequest, "host_not_allowed", fmt.Sprintf("%s %q is not in this console's --db-allow list of database hosts: use an allowed host, or ask the console's operator to add it", e.field, e.host))
+			return errorf(http.StatusBadRequest, "host_not_allowed", fmt.Sprintf("%s %q is not in this console's --db-allow list of hosts tasks may name: use an allowed host, or ask the console's operator to add it", e.field, e.host))
 		}
 	}
 	return nil

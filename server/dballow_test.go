@@ -54,6 +54,20 @@ func TestDBAllowList(t *testing.T) {
 	if st, body := admin.do("PUT", "/api/v1/tasks/orders", spec("127.0.0.1", "db1.example.com"), map[string]string{"If-Match": `"0"`}); st != http.StatusBadRequest || errorCode(body) != "host_not_allowed" {
 		t.Fatalf("update to a host off the list: %d %s", st, body)
 	}
+	// A NATS or Kafka target's servers are held to the same list.
+	for _, tc := range []struct{ target, field string }{
+		{`{"kind":"nats","url":"nats://10.0.0.5:4222,nats://evil.example:4222","stream":"s"}`, "target.url"},
+		{`{"kind":"kafka","brokers":["db1.example.com:9092","203.0.113.9:9092"]}`, "target.brokers[1]"},
+	} {
+		sp := strings.Replace(spec("10.1.1.1", "10.1.1.2"), `"target":{"host":"10.1.1.2","port":3307,"user":"apply","password":"tgt-secret","flavor":"mariadb"}`, `"target":`+tc.target, 1)
+		if !strings.Contains(sp, tc.target) {
+			t.Fatalf("spec %s lacks the target", sp)
+		}
+		st, body := admin.do("POST", "/api/v1/tasks", sp, nil)
+		if st != http.StatusBadRequest || errorCode(body) != "host_not_allowed" || !strings.Contains(body, tc.field) {
+			t.Errorf("POST a task with target %s: %d %s, want 400 host_not_allowed naming %s", tc.target, st, body, tc.field)
+		}
+	}
 	if _, err := New(Config{DBAllow: []string{"not a host!"}}, Deps{Session: c.session, Feed: c.feed}); err == nil || !strings.Contains(err.Error(), `--db-allow "not a host!"`) {
 		t.Fatalf("New with a bad --db-allow entry: %v", err)
 	}

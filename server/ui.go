@@ -280,8 +280,8 @@ func (s *Server) uiRoutes() {
 		if tv.Spec == nil {
 			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" has no readable spec: "+tv.SpecError)
 		}
-		if !tv.Spec.Target.IsMySQL() {
-			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" publishes to "+targetKindName(tv.Spec.Target.Kind)+": edit it with shepherd ctl task add --replace (the console's form knows MySQL targets only)")
+		if tv.Spec.Target.TLS != nil {
+			return errorf(http.StatusConflict, "invalid", "task "+tv.Name+" publishes to Kafka over TLS: edit it with shepherd ctl task add --replace (the console does not name files on the cores' hosts)")
 		}
 		d.Title = "Edit task " + tv.Name
 		d.Data = taskPage{View: tv, Spec: tv.Spec, Standby: s.formStandby(r.Context(), tv.Spec, false)}
@@ -464,15 +464,4 @@ func compactJSON(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-// targetKindName names a target kind the console's forms do not know.
-func targetKindName(kind string) string {
-	switch kind {
-	case core.TargetNATS:
-		return "NATS JetStream"
-	case core.TargetKafka:
-		return "Kafka"
-	}
-	return kind
 }

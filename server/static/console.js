@@ -122,7 +122,7 @@ function specFromForm(form) {
     if (f.get(p + ".passwordFile")) e.passwordFile = f.get(p + ".passwordFile");
     return e;
   };
-  const sp = {version: 1, name: f.get("name"), source: ep("source"), target: ep("target"),
+  const sp = {version: 1, name: f.get("name"), source: ep("source"), target: targetFromForm(f),
     filter: {include: lines(f.get("filter.include")), exclude: lines(f.get("filter.exclude"))},
     start: f.get("start"), state: f.get("state"), standby: {mode: f.get("standby.mode")}};
   if (sp.standby.mode === "cold" && f.get("standby.group")) sp.standby.group = f.get("standby.group");
@@ -130,6 +130,46 @@ function specFromForm(form) {
   if (hosts.length) sp.source.hosts = hosts;
   if (f.get("source.failoverAfter")) sp.source.failoverAfter = f.get("source.failoverAfter");
   return sp;
+}
+
+// targetFromForm builds the target of the kind chosen: the fields of the
+// other kinds are disabled (showKind), so FormData leaves them out.
+function targetFromForm(f) {
+  const kind = f.get("target.kind") || "mysql";
+  if (kind === "mysql") {
+    const e = {host: f.get("target.host"), port: Number(f.get("target.port")) || 3306, user: f.get("target.user"), flavor: f.get("target.flavor")};
+    if (f.get("target.password")) e.password = f.get("target.password");
+    if (f.get("target.passwordFile")) e.passwordFile = f.get("target.passwordFile");
+    return e;
+  }
+  const t = {kind: kind};
+  for (const [k, v] of f.entries()) {
+    if (!k.startsWith("target.") || k === "target.kind") continue;
+    const name = k.slice(7);
+    if (name === "brokers") {
+      const bs = lines(v);
+      if (bs.length) t.brokers = bs;
+    } else if (String(v).trim() !== "") {
+      t[name] = String(v).trim();
+    }
+  }
+  return t;
+}
+
+// showKind shows the target fields of the kind chosen, and disables the
+// others' so that they are neither required nor sent.
+function showKind(form) {
+  const sel = form.querySelector("#f-target-kind");
+  if (!sel) return;
+  const apply = () => {
+    for (const fs of form.querySelectorAll("fieldset.kind")) {
+      const on = fs.dataset.kind === sel.value;
+      fs.hidden = !on;
+      fs.disabled = !on;
+    }
+  };
+  sel.addEventListener("change", apply);
+  apply();
 }
 
 function showValidation(rep) {
@@ -191,6 +231,7 @@ function wireTaskForm() {
   const form = document.getElementById("task-form");
   if (!form) return;
   wireStandbyNote(form);
+  showKind(form);
   document.getElementById("test-connection").addEventListener("click", async () => {
     if (!form.reportValidity()) return;
     try {
