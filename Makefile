@@ -39,7 +39,8 @@ test: test-deps
 # takeover after a holder's SIGKILL on both servers, collector throughput against cat, replication apply rate
 # and CPU per row (durable and relaxed targets) and steady-state lag against MariaDB's native replica, and
 # failover time, the console's latency, event fan-out and memory with 1,000 tasks, and the scheduler's
-# dispatch latency (due instant to process start) for 1, 100 and 1,000 jobs and 100 shard items on both servers.
+# dispatch latency (due instant to process start) for 1, 100 and 1,000 jobs and 100 shard items on both servers,
+# and the Kafka sink's events/s and CPU per million events beside franz-go producing the same records raw.
 bench: build test-deps
 	$(BIN) bench --compare --shepherd-bin $(BIN) --out docs/bench-latest.md
 	$(TEST_ENV) $(GO) test -run '^$$' -bench 'BenchmarkMutexHandoff' -benchtime 2000x ./coord/recipe/
@@ -51,6 +52,7 @@ bench: build test-deps
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkConsole -benchtime 1x ./server/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkReadSourcesWithHangingSources -benchtime 1x ./monitor/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkDispatch -benchtime 1x -timeout 30m ./scheduler/
+	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkKafkaSink -benchtime 200000x ./replication/kafkasink/
 
 demo: build demo-deps
 	scripts/demo.sh
