@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -165,25 +166,110 @@ func summarize(snap *Snapshot) live {
 }
 
 // eventCache encodes each snapshot, with the alerts read for it, once
-// for all streams.
+// for all streams: as a whole ("snapshot" event: a stream's first, and
+// one that skipped snapshots) and as what changed since the snapshot
+// before it ("delta" event: one task's change sends that task).
 type eventCache struct {
 	mu     sync.Mutex
 	snap   *Snapshot
 	alerts *alertBoard
-	data   []byte
+	full   []byte // event: snapshot, of snap
+	// base is snap's summary, which deltas from snap start from.
+	base     live
+	prev     *Snapshot // the snapshot before snap
+	prevBase live      // base of prev
+	delta    []byte    // event: delta, from prev to snap; nil: send full
 }
 
-func (c *eventCache) encode(snap *Snapshot, alerts *alertBoard) []byte {
+// unreadSection reports whether a section of the tasks, jobs or
+// collectors could not be read into snap.
+func unreadSection(snap *Snapshot) bool {
+	for _, sec := range []Section{cluster.SectionTasks, cluster.SectionJobs, cluster.SectionCollectors} {
+		if _, bad := snap.Errors[sec]; bad {
+			return true
+		}
+	}
+	return false
+}
+
+// listDelta is how one list of the summary changed: the entries set
+// (added or changed) and the names deleted.
+type listDelta[T any] struct {
+	Set []T      `json:"set,omitempty"`
+	Del []string `json:"del,omitempty"`
+}
+
+// liveDelta is a "delta" event: the changes from the snapshot before.
+// A client applies it to the summary it holds and has the new one.
+type liveDelta struct {
+	ReadAt     time.Time                `json:"readAt"`
+	Tasks      listDelta[liveTask]      `json:"tasks"`
+	Jobs       listDelta[liveJob]       `json:"jobs"`
+	Collectors listDelta[liveCollector] `json:"collectors"`
+	Errors     map[Section]string       `json:"errors,omitempty"`
+	Alerts     *alertBanner             `json:"alerts,omitempty"`
+}
+
+// diffList compares two lists of named entries by their JSON, what the
+// client holds.
+func diffList[T any](old, cur []T, name func(T) string) listDelta[T] {
+	was := make(map[string][]byte, len(old))
+	for _, e := range old {
+		b, _ := json.Marshal(e)
+		was[name(e)] = b
+	}
+	var d listDelta[T]
+	for _, e := range cur {
+		n := name(e)
+		b, _ := json.Marshal(e)
+		if prev, ok := was[n]; !ok || !bytes.Equal(prev, b) {
+			d.Set = append(d.Set, e)
+		}
+		delete(was, n)
+	}
+	for n := range was {
+		d.Del = append(d.Del, n)
+	}
+	slices.Sort(d.Del)
+	return d
+}
+
+func sseEvent(name string, v any) []byte {
+	b, _ := json.Marshal(v)
+	return append(append([]byte("event: "+name+"\ndata: "), b...), "\n\n"...)
+}
+
+// encode returns the event that brings a stream which last sent the
+// snapshot sent (nil: none yet) to snap: the delta when it sent the one
+// before snap, else the whole summary.
+func (c *eventCache) encode(snap *Snapshot, alerts *alertBoard, sent *Snapshot) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap != snap || c.alerts != alerts {
+		if c.snap != snap {
+			c.prev, c.prevBase = c.snap, c.base
+		}
 		l := summarize(snap)
 		banner := alerts.Banner()
 		l.Alerts = &banner
-		b, _ := json.Marshal(l)
-		c.snap, c.alerts, c.data = snap, alerts, append(append([]byte("event: snapshot\ndata: "), b...), "\n\n"...)
+		// A section a snapshot could not read is empty in it, and the
+		// pages leave such a section as it was: deltas from or to it
+		// would not match what a page holds, so those go whole.
+		c.delta = nil
+		if !unreadSection(snap) && c.prev != nil && !unreadSection(c.prev) {
+			old := c.prevBase
+			c.delta = sseEvent("delta", liveDelta{ReadAt: l.ReadAt, Errors: l.Errors, Alerts: l.Alerts,
+				Tasks:      diffList(old.Tasks, l.Tasks, func(t liveTask) string { return t.Name }),
+				Jobs:       diffList(old.Jobs, l.Jobs, func(j liveJob) string { return j.Name }),
+				Collectors: diffList(old.Collectors, l.Collectors, func(c liveCollector) string { return c.Name })})
+		}
+		c.snap, c.alerts, c.base = snap, alerts, l
+		c.full = sseEvent("snapshot", l)
 	}
-	return c.data
+	if sent != nil && sent == c.prev && c.delta != nil {
+		return c.delta
+	}
+	return c.full
 }
 
 // maxStreams bounds the open event streams of one console, and
@@ -225,6 +311,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, p principal) 
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	var sent *Snapshot // the last snapshot this stream sent
 	for {
 		select {
 		case <-r.Context().Done():
@@ -239,9 +326,10 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, p principal) 
 			if still, err := s.authenticate(r); err != nil || still.User != p.User || still.Role != p.Role {
 				return nil
 			}
-			if !send(s.events.encode(snap, s.alertsFor(r.Context(), snap))) {
+			if !send(s.events.encode(snap, s.alertsFor(r.Context(), snap), sent)) {
 				return nil
 			}
+			sent = snap
 		case <-tick.C:
 			if !send([]byte(": keep-alive\n\n")) {
 				return nil

@@ -155,7 +155,7 @@ func TestViewerSeesNoControls(t *testing.T) {
 }
 
 // TestEventsStreamSendsNewSnapshots: /api/v1/events sends the snapshot
-// at once and each new one as it comes.
+// at once and, as each new one comes, what changed in it.
 func TestEventsStreamSendsNewSnapshots(t *testing.T) {
 	tg := targets[0]
 	tg.Require(t)
@@ -167,34 +167,43 @@ func TestEventsStreamSendsNewSnapshots(t *testing.T) {
 		t.Fatalf("events: %v %v", res, err)
 	}
 	defer res.Body.Close()
-	events := make(chan live, 4)
+	type event struct {
+		name string
+		data []byte
+	}
+	events := make(chan event, 4)
 	go func() {
 		sc := bufio.NewScanner(res.Body)
+		var name string
 		for sc.Scan() {
+			if n, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				name = n
+			}
 			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var l live
-				_ = json.Unmarshal([]byte(data), &l)
-				events <- l
+				events <- event{name, []byte(data)}
 			}
 		}
 		close(events)
 	}()
-	next := func() live {
+	next := func() event {
 		select {
-		case l := <-events:
-			return l
+		case e := <-events:
+			return e
 		case <-time.After(10 * time.Second):
 			t.Fatal("no event within 10s")
-			return live{}
+			return event{}
 		}
 	}
-	if l := next(); len(l.Tasks) != 0 {
-		t.Fatalf("first event: %+v", l)
+	var l live
+	if e := next(); e.name != "snapshot" || json.Unmarshal(e.data, &l) != nil || len(l.Tasks) != 0 {
+		t.Fatalf("first event: %s %s", e.name, e.data)
 	}
 	c.addOrders()
 	c.refresh()
-	if l := next(); len(l.Tasks) != 1 || l.Tasks[0].Name != "orders" || l.Tasks[0].Desired != "running" || l.Tasks[0].State != "NOT RUNNING" {
-		t.Fatalf("event after a task was added: %+v", l)
+	var d liveDelta
+	if e := next(); e.name != "delta" || json.Unmarshal(e.data, &d) != nil || len(d.Tasks.Set) != 1 || d.Tasks.Set[0].Name != "orders" ||
+		d.Tasks.Set[0].Desired != "running" || d.Tasks.Set[0].State != "NOT RUNNING" {
+		t.Fatalf("event after a task was added: %s %s", e.name, e.data)
 	}
 }
 

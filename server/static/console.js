@@ -654,8 +654,19 @@ function liveUpdates() {
   const es = new EventSource("/api/v1/events");
   es.onopen = () => { if (status) status.textContent = "live"; };
   es.onerror = () => { if (status) status.textContent = "live updates reconnecting…"; };
-  es.addEventListener("snapshot", (ev) => {
-    const s = JSON.parse(ev.data);
+  // The stream sends the whole summary first (and after a gap), then
+  // what changed: each delta is applied to the summary held here, and
+  // the page follows the summary either way.
+  let held = null;
+  es.addEventListener("snapshot", (ev) => { held = JSON.parse(ev.data); show(held); });
+  es.addEventListener("delta", (ev) => {
+    if (!held) return; // never before a snapshot: the server sends one first
+    const d = JSON.parse(ev.data);
+    held = {readAt: d.readAt, errors: d.errors, alerts: d.alerts,
+      tasks: applyDelta(held.tasks, d.tasks), jobs: applyDelta(held.jobs, d.jobs), collectors: applyDelta(held.collectors, d.collectors)};
+    show(held);
+  });
+  const show = (s) => {
     const readAt = document.getElementById("readAt");
     if (readAt) readAt.textContent = s.readAt.replace("T", " ").replace(/\.\d+Z$/, "Z");
     syncLists(s);
@@ -693,8 +704,17 @@ function liveUpdates() {
     tintStates();
     refreshTables().then(tintStates);
     document.dispatchEvent(new CustomEvent("shepherd:snapshot")); // plots.js
+  };
+}
 
-  });
+// applyDelta returns list (entries with a name, in name order) with the
+// entries of d.set put in place of those of the same name or added, and
+// those named in d.del removed.
+function applyDelta(list, d) {
+  const byName = new Map(list.map((e) => [e.name, e]));
+  for (const e of d.set || []) byName.set(e.name, e);
+  for (const n of d.del || []) byName.delete(n);
+  return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 document.addEventListener("DOMContentLoaded", () => {
