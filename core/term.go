@@ -247,6 +247,8 @@ func (tm *term) onProgress(p Progress) {
 	tm.lag, tm.retrying = p.Lag, p.Retrying
 	if p.Snapshot != nil {
 		tm.snapshot = p.Snapshot
+		tm.t.c.metrics.snapshotRows.WithLabelValues(tm.t.name, "copied").Set(float64(p.Snapshot.Rows))
+		tm.t.c.metrics.snapshotRows.WithLabelValues(tm.t.name, "estimated").Set(float64(p.Snapshot.Estimated))
 	}
 	if rows := tm.rowsBefore + p.Rows; rows > tm.rows {
 		tm.t.c.metrics.rows.WithLabelValues(tm.t.name).Add(float64(rows - tm.rows))
