@@ -45,6 +45,34 @@ type TaskView struct {
 	LagKnown bool          `json:"lagKnown"`
 	// RowsPerSecond is the owner's apply rate; 0 unless RUNNING.
 	RowsPerSecond float64 `json:"rowsPerSecond"`
+	// Snapshot is the table copy of a task with start: snapshot, as its
+	// running owner reports it; nil when there is none to show.
+	Snapshot *SnapshotView `json:"snapshot,omitempty"`
+}
+
+// SnapshotView is a task's table copy: rows copied against the
+// estimate, per table and in total, with the rate and the time left.
+type SnapshotView struct {
+	replication.SnapshotProgress
+	// RowsPerSecond is the owner's rate while it copies (the copy's
+	// rows are its commits then); 0 once done.
+	RowsPerSecond float64 `json:"rowsPerSecond"`
+	// ETA is the time left at that rate for the estimated rows not yet
+	// copied; 0 when unknown or done.
+	ETA time.Duration `json:"eta"`
+}
+
+// snapshotView derives the copy's view from the owner's report.
+func snapshotView(p *replication.SnapshotProgress, rate float64) *SnapshotView {
+	v := &SnapshotView{SnapshotProgress: *p}
+	if p.Done {
+		return v
+	}
+	v.RowsPerSecond = rate
+	if left := p.Estimated - p.Rows; left > 0 && rate > 0 {
+		v.ETA = time.Duration(float64(left) / rate * float64(time.Second)).Round(time.Second)
+	}
+	return v
 }
 
 // PosSample is the source's position at a time, as the active monitor
@@ -85,6 +113,9 @@ func ViewTask(ts core.TaskStatus, samples []PosSample, now time.Time) TaskView {
 	case hasOwner && owner.State.State == core.StateRunning:
 		v.State, v.RowsPerSecond = TaskRunning, owner.State.RowsPerSecond
 		reported = time.Duration(owner.State.LagSeconds * float64(time.Second))
+	}
+	if hasOwner && owner.State.State == core.StateRunning && owner.State.Snapshot != nil {
+		v.Snapshot = snapshotView(owner.State.Snapshot, owner.State.RowsPerSecond)
 	}
 	if ts.Spec != nil && ts.Spec.State == core.DesiredStopped {
 		return v // a stopped task is not late: nobody wants it to move

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // TestViewTaskUnderFaults: the one derivation of a task's state and lag,
@@ -60,5 +61,29 @@ func TestViewTaskUnderFaults(t *testing.T) {
 				t.Fatalf("%s without its error", v.State)
 			}
 		})
+	}
+}
+
+// TestViewTaskSnapshot: a copying owner's report becomes rows against
+// the estimate, rate and time left; a done copy has no rate or ETA.
+func TestViewTaskSnapshot(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	copying := &replication.SnapshotProgress{Rows: 4000, Estimated: 10000, Tables: []replication.TableCopy{
+		{DB: "shop", Table: "a", Rows: 3000, Estimated: 3000, Done: true}, {DB: "shop", Table: "b", Rows: 1000, Estimated: 7000}}}
+	ts := core.TaskStatus{Name: "t", Spec: &core.Spec{Name: "t", State: core.DesiredRunning}, Instances: []core.Instance{
+		{Name: "h1-0000000001", State: core.InstanceState{State: core.StateRunning, RowsPerSecond: 2000, Snapshot: copying}}}}
+	v := ViewTask(ts, nil, now)
+	if v.Snapshot == nil || v.Snapshot.Rows != 4000 || v.Snapshot.RowsPerSecond != 2000 || v.Snapshot.ETA != 3*time.Second || len(v.Snapshot.Tables) != 2 {
+		t.Fatalf("snapshot view = %+v", v.Snapshot)
+	}
+	done := *copying
+	done.Done = true
+	ts.Instances[0].State.Snapshot = &done
+	if v := ViewTask(ts, nil, now); v.Snapshot == nil || v.Snapshot.ETA != 0 || v.Snapshot.RowsPerSecond != 0 {
+		t.Fatalf("done snapshot view = %+v", v.Snapshot)
+	}
+	ts.Instances[0].State = core.InstanceState{State: core.StateStandby, Snapshot: copying}
+	if v := ViewTask(ts, nil, now); v.Snapshot != nil {
+		t.Fatalf("a standby's report shows a copy: %+v", v.Snapshot)
 	}
 }

@@ -82,4 +82,7 @@ type Progress struct {
 	// Retrying is the failure the replicator is retrying by itself (a
 	// server restarting, a deadlock), nil while it applies normally.
 	Retrying error
+	// Snapshot is the table copy's progress (start: snapshot), nil when
+	// the task has none.
+	Snapshot *replication.SnapshotProgress
 }

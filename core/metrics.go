@@ -22,6 +22,9 @@ type metrics struct {
 	sourceSwitches *prometheus.CounterVec // task
 	// handovers counts the cold tasks this core handed to its group.
 	handovers *prometheus.CounterVec // reason (balance, pinned, shutdown)
+	// snapshotRows is a table copy's progress (start: snapshot), while
+	// this core runs the task: rows copied and estimated in total.
+	snapshotRows *prometheus.GaugeVec // task, kind (copied, estimated)
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -58,12 +61,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "shepherd_core_handovers_total",
 			Help: "Cold-standby tasks this core handed over to its group, by reason: balance (over its fair share), pinned (to a preferred core), shutdown.",
 		}, []string{"reason"}),
+		snapshotRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "shepherd_core_snapshot_rows",
+			Help: "A start: snapshot task's table copy, while this core runs it: rows copied, and rows estimated (information_schema) in total.",
+		}, []string{"task", "kind"}),
 	}
 	for _, r := range moveReasons {
 		m.handovers.WithLabelValues(r) // exported at 0 from the start
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.state, m.lag, m.rows, m.terms, m.fenced, m.failures, m.sourceSwitches, m.handovers} {
+		for _, c := range []prometheus.Collector{m.state, m.lag, m.rows, m.terms, m.fenced, m.failures, m.sourceSwitches, m.handovers, m.snapshotRows} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -50,7 +50,13 @@ func replicationConfig(ctx context.Context, sp *Spec, log *slog.Logger) (replica
 		CheckpointSchema: sp.CheckpointSchema,
 		BatchRows:        sp.Apply.BatchRows,
 		MaxTxnRows:       sp.Apply.MaxTxnRows,
-		Logger:           log,
+		Snapshot: replication.SnapshotConfig{
+			Enabled:          sp.Start == StartSnapshot,
+			Threads:          sp.Snapshot.Threads,
+			ChunkRows:        sp.Snapshot.ChunkRows,
+			MaxRowsPerSecond: sp.Snapshot.MaxRowsPerSecond,
+		},
+		Logger: log,
 	}
 	eps := []struct {
 		name string
@@ -135,6 +141,7 @@ func (m mysqlReplicator) Run(ctx context.Context, from Position, epoch int64, ow
 			Lag:       time.Duration(p.LagSeconds * float64(time.Second)),
 			Rows:      p.AppliedRows,
 			Retrying:  retrying,
+			Snapshot:  p.Snapshot,
 		})
 	})
 	return mapReplicationError(err)

@@ -53,6 +53,10 @@ const (
 const (
 	StartCurrent  = "current"  // the source's binlog position when the task first runs
 	StartEarliest = "earliest" // the oldest binlog the source still has
+	// StartSnapshot copies every included table's rows first, then
+	// follows the binlog from where the copy left it
+	// (docs/replication.md#snapshot).
+	StartSnapshot = "snapshot"
 )
 
 // Spec is a replication task: what to copy from where to where, and how
@@ -75,8 +79,11 @@ type Spec struct {
 	// Routes rename databases or tables on the target.
 	Routes []Route `json:"routes,omitempty" yaml:"routes"`
 	// Start is where a task with no checkpoint begins: "current",
-	// "earliest", a binlog position "file:pos", or a GTID set.
+	// "earliest", a binlog position "file:pos", a GTID set, or
+	// "snapshot" (a copy of the tables, then the binlog).
 	Start string `json:"start" yaml:"start"`
+	// Snapshot tunes the copy of start: snapshot.
+	Snapshot Snapshot `json:"snapshot,omitzero" yaml:"snapshot"`
 	// Standby is how instances share the task.
 	Standby Standby `json:"standby" yaml:"standby"`
 	// State is the desired state, "running" or "stopped".
@@ -443,10 +450,24 @@ type Apply struct {
 	MaxTxnRows int `json:"maxTxnRows,omitempty" yaml:"maxTxnRows"`
 }
 
+// Snapshot tunes the table copy of a task with start: snapshot. Zero
+// values mean the replicator's defaults.
+type Snapshot struct {
+	// Threads is the copy's readers; the copy reads one consistent
+	// snapshot through one connection, so only 1 is accepted.
+	Threads int `json:"threads,omitempty" yaml:"threads"`
+	// ChunkRows is the rows of a keyed table copied per target
+	// transaction (each with its cursor).
+	ChunkRows int `json:"chunkRows,omitempty" yaml:"chunkRows"`
+	// MaxRowsPerSecond throttles the copy; 0 is unlimited.
+	MaxRowsPerSecond int `json:"maxRowsPerSecond,omitempty" yaml:"maxRowsPerSecond"`
+}
+
 // Limits of a spec's values.
 const (
 	maxNameLen   = 128
 	maxBatchRows = 100_000
+	maxChunkRows = 1_000_000
 	maxTxnRows   = 10_000_000
 )
 
@@ -657,6 +678,7 @@ func (sp *Spec) Validate() error {
 	if err := checkStart(sp.Start, sp.Source.Flavor); err != nil {
 		bad("start", "%v", err)
 	}
+	sp.validateSnapshot(bad)
 	switch sp.Standby.Mode {
 	case ModeHot:
 		if sp.Standby.Group != "" {
@@ -698,6 +720,27 @@ func (sp *Spec) Validate() error {
 	}
 	// One line, so that it reads whole in a log line or a terminal.
 	return fmt.Errorf("%w: %s", ErrInvalidSpec, strings.Join(errs, "; "))
+}
+
+// validateSnapshot checks start: snapshot against the target and the
+// snapshot section.
+func (sp *Spec) validateSnapshot(bad func(field, format string, args ...any)) {
+	if sp.Start == StartSnapshot && !sp.Target.IsMySQL() {
+		bad("start", "snapshot: a %s target cannot take a table copy yet; start from current, earliest or a position", sp.Target.Kind)
+	}
+	sn := sp.Snapshot
+	if sn != (Snapshot{}) && sp.Start != StartSnapshot {
+		bad("snapshot", "only with start: snapshot (start is %s)", sp.Start)
+	}
+	if sn.Threads < 0 || sn.Threads > 1 {
+		bad("snapshot.threads", "%d: the copy reads one consistent snapshot through one connection; want 0 (default) or 1", sn.Threads)
+	}
+	if sn.ChunkRows < 0 || sn.ChunkRows > maxChunkRows {
+		bad("snapshot.chunkRows", "%d: want 0 (default) to %d", sn.ChunkRows, maxChunkRows)
+	}
+	if sn.MaxRowsPerSecond < 0 {
+		bad("snapshot.maxRowsPerSecond", "%d: want 0 (unlimited) or more", sn.MaxRowsPerSecond)
+	}
 }
 
 // validateCandidates checks Hosts and FailoverAfter: every candidate a
@@ -859,7 +902,7 @@ func checkStart(s, flavor string) error {
 		return err
 	}
 	switch {
-	case s == StartCurrent, s == StartEarliest:
+	case s == StartCurrent, s == StartEarliest, s == StartSnapshot:
 		return nil
 	case mysqlGTIDRe.MatchString(s):
 		if flavor != FlavorMySQL {
@@ -872,5 +915,5 @@ func checkStart(s, flavor string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("%q: want current, earliest, a binlog position file:pos (mysql-bin.000003:4) or a GTID set", s)
+	return fmt.Errorf("%q: want current, earliest, snapshot, a binlog position file:pos (mysql-bin.000003:4) or a GTID set", s)
 }

@@ -85,6 +85,11 @@ func TestParseSpecErrorsNameTheField(t *testing.T) {
 		{"batch", base + "apply: {batchRows: -1, maxTxnRows: 99999999999}\n", []string{"apply.batchRows: -1", "apply.maxTxnRows"}},
 		{"version", base + "version: 2\n", []string{"version: 2 is not supported"}},
 		{"checkpoint schema", base + "checkpointSchema: \"a b\"\n", []string{"checkpointSchema"}},
+		{"snapshot fields", base + "start: snapshot\nsnapshot: {threads: 4, chunkRows: -1, maxRowsPerSecond: -5}\n",
+			[]string{"snapshot.threads: 4", "snapshot.chunkRows: -1", "snapshot.maxRowsPerSecond: -5"}},
+		{"snapshot without start", base + "snapshot: {chunkRows: 10}\n", []string{"snapshot: only with start: snapshot"}},
+		{"snapshot to nats", "name: t1\nsource: {host: a, user: u}\ntarget: {kind: nats, url: 'nats://x:1', stream: S}\nstart: snapshot\n",
+			[]string{"start: snapshot", "nats"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseSpec([]byte(tc.doc))
@@ -119,6 +124,7 @@ func TestStartPoints(t *testing.T) {
 		{"0-1-100", FlavorMariaDB, true},
 		{"0-1-100,1-2-7", FlavorMariaDB, true},
 		{"0-1", FlavorMariaDB, false},
+		{"snapshot", FlavorMariaDB, true},
 		{"", FlavorMySQL, false},
 	} {
 		err := checkStart(tc.start, tc.flavor)
@@ -370,5 +376,31 @@ func TestKafkaTargetSpec(t *testing.T) {
 	withFile := base + "target: {kind: kafka, brokers: ['k:1'], saslMechanism: PLAIN, user: u, passwordFile: /f}\n"
 	if _, err := ParseSpec([]byte(withFile)); err != nil {
 		t.Errorf("a kafka target with SASL and a password file: %v", err)
+	}
+}
+
+func TestSnapshotSpec(t *testing.T) {
+	doc := "name: t1\nsource: {host: a, user: u, flavor: mariadb}\ntarget: {host: b, user: u}\nstart: snapshot\nsnapshot: {threads: 1, chunkRows: 500, maxRowsPerSecond: 10000}\n"
+	sp, err := ParseSpec([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := decodeStoredSpec(sp.Name, sp.Marshal())
+	if err != nil || back.Snapshot != sp.Snapshot {
+		t.Fatalf("stored form does not round-trip (%v):\n%s", err, sp.Marshal())
+	}
+	cfg, err := replicationConfig(t.Context(), sp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.Snapshot; !s.Enabled || s.Threads != 1 || s.ChunkRows != 500 || s.MaxRowsPerSecond != 10000 {
+		t.Errorf("replication snapshot config = %+v", s)
+	}
+	plain, err := ParseSpec([]byte(goodYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain.Marshal()), "snapshot") {
+		t.Errorf("a spec without a snapshot stores one:\n%s", plain.Marshal())
 	}
 }

@@ -48,8 +48,11 @@ type InstanceState struct {
 	LagSeconds float64 `json:"lagSeconds"`
 	// RowsPerSecond is the apply rate over the last report interval.
 	RowsPerSecond float64 `json:"rowsPerSecond"`
-	// Rows is the rows applied in this term.
+	// Rows is the rows applied in this term (copied ones included).
 	Rows int64 `json:"rows"`
+	// Snapshot is the table copy's progress while a task with start:
+	// snapshot copies (and Done once it has); nil otherwise.
+	Snapshot *replication.SnapshotProgress `json:"snapshot,omitempty"`
 	// Error is why the instance is FAILED, or, while RUNNING, the failure
 	// it is retrying.
 	Error string `json:"error,omitempty"`

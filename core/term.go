@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
+	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // term is one spell of an instance owning a task: from winning the
@@ -35,6 +36,7 @@ type term struct {
 	followed    string // the source history followed up to committed (Progress.Followed)
 	lag         time.Duration
 	retrying    error // what the replicator is retrying by itself
+	snapshot    *replication.SnapshotProgress
 	rowsBefore  int64 // rows applied by earlier Runs of this term
 	rows        int64
 	failure     *Failure // the recorded failure, until progress clears it
@@ -243,6 +245,11 @@ func (tm *term) onProgress(p Progress) {
 		tm.t.c.metrics.failures.WithLabelValues(tm.t.name, "retryable").Inc()
 	}
 	tm.lag, tm.retrying = p.Lag, p.Retrying
+	if p.Snapshot != nil {
+		tm.snapshot = p.Snapshot
+		tm.t.c.metrics.snapshotRows.WithLabelValues(tm.t.name, "copied").Set(float64(p.Snapshot.Rows))
+		tm.t.c.metrics.snapshotRows.WithLabelValues(tm.t.name, "estimated").Set(float64(p.Snapshot.Estimated))
+	}
 	if rows := tm.rowsBefore + p.Rows; rows > tm.rows {
 		tm.t.c.metrics.rows.WithLabelValues(tm.t.name).Add(float64(rows - tm.rows))
 		tm.rows = rows
@@ -328,7 +335,7 @@ func (tm *term) finalFlush(ctx context.Context) {
 func (tm *term) publishProgress(ctx context.Context) error {
 	now := time.Now()
 	tm.mu.Lock()
-	pos, lag, rows, retrying, stuck := tm.committed, tm.lag, tm.rows, tm.retrying, tm.stuck
+	pos, lag, rows, retrying, stuck, snapshot := tm.committed, tm.lag, tm.rows, tm.retrying, tm.stuck, tm.snapshot
 	tm.mu.Unlock()
 	msg := ""
 	if retrying != nil {
@@ -347,6 +354,7 @@ func (tm *term) publishProgress(ctx context.Context) error {
 	return tm.pub.set(ctx, func(st *InstanceState) {
 		st.State, st.Error, st.RetryAt = StateRunning, msg, nil
 		st.Position, st.LagSeconds, st.RowsPerSecond, st.Rows = pos, lag.Seconds(), rate, rows
+		st.Snapshot = snapshot
 	})
 }
 

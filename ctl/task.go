@@ -36,6 +36,7 @@ files are read in name order; two specs may not name the same task.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "f", Usage: "a spec file (YAML documents separated by ---, or JSON), a directory of .yaml, .yml and .json spec files, or - for standard input"},
 			&cli.BoolFlag{Name: "replace", Usage: "overwrite the spec of each existing task (its owner restarts with it)"},
+			&cli.BoolFlag{Name: "snapshot", Usage: "start each task with a copy of its tables, then the binlog (start: snapshot)"},
 		},
 		Action: r.taskAdd,
 	}, {
@@ -170,6 +171,18 @@ func (r *runner) taskAdd(c *cli.Context) error {
 	specs, err := r.readSpecs("task add", "nothing stored", file)
 	if err != nil {
 		return err
+	}
+	if c.Bool("snapshot") {
+		var bad []error
+		for _, ns := range specs {
+			ns.spec.Start = core.StartSnapshot
+			if err := ns.spec.Validate(); err != nil {
+				bad = append(bad, fmt.Errorf("%s: %w", ns.from, err))
+			}
+		}
+		if len(bad) > 0 {
+			return r.refuseAll(bad, "task add --snapshot: nothing stored")
+		}
 	}
 	a, err := r.admin(c)
 	if err != nil {

@@ -158,7 +158,7 @@ func (a *applier) flush(ctx context.Context) error {
 	// On a lost connection the outcome is unknown; Run re-reads the
 	// checkpoint to find out.
 	followed := a.followed.String() // as committed: a.followed moves on before the commit lands
-	err := a.sess.commit(ctx, pos, a.followed, func() { a.onCommit(pos, followed, ts, rows, txns) })
+	err := a.sess.commit(ctx, pos, a.followed, nil, func() { a.onCommit(pos, followed, ts, rows, txns) })
 	a.openRows, a.openTxns = 0, 0
 	return err
 }

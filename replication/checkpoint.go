@@ -21,6 +21,10 @@ type Checkpoint struct {
 	// (checkpointRow.gtidState), for SourceHealth.TakeoverProblem; ""
 	// when unknown.
 	Followed string
+	// Snapshot is the state of the task's snapshot copy as CommitCopy
+	// last committed it ("" when the task never copied): which tables
+	// are copied, and how far into the one being copied.
+	Snapshot string
 }
 
 // checkpointRow is the stored row, with the DDL marker Run keeps private.
@@ -68,7 +72,8 @@ func (s checkpointStore) create(ctx context.Context, db execer, schema string) e
 			ddl_pending VARCHAR(1024) NOT NULL DEFAULT '',
 			updated_at  DATETIME(6) NULL,
 			` + addedColumns[0].def + `,
-			` + addedColumns[1].def + `
+			` + addedColumns[1].def + `,
+			` + addedColumns[2].def + `
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 	}
 	for _, q := range stmts {
@@ -91,10 +96,12 @@ func (s checkpointStore) create(ctx context.Context, db execer, schema string) e
 // of the table, in order, for new tables and those made before them:
 // source_server is Position.Server; gtid_state the history followed
 // (checkpointRow.gtidState), NULL in the rows of an older table (TEXT
-// has no default on older MySQL) and read as "" (unknown).
+// has no default on older MySQL) and read as "" (unknown);
+// snapshot_state Checkpoint.Snapshot, NULL until a copy commits.
 var addedColumns = []struct{ name, def string }{
 	{"source_server", "source_server VARCHAR(255) NOT NULL DEFAULT ''"},
 	{"gtid_state", "gtid_state TEXT NULL"},
+	{"snapshot_state", "snapshot_state MEDIUMTEXT NULL"},
 }
 
 // addColumn adds the column name, defined as def, to a table made before
@@ -129,8 +136,8 @@ func (s checkpointStore) read(ctx context.Context, db execer) (checkpointRow, bo
 	var row checkpointRow
 	var at sql.NullTime
 	var pos uint64
-	err := db.QueryRowContext(ctx, "SELECT binlog_file, binlog_pos, gtid, source_server, COALESCE(gtid_state, ''), epoch, owner, ddl_pending, updated_at FROM "+s.table+" WHERE task = ?", s.task).
-		Scan(&row.Position.File, &pos, &row.Position.GTID, &row.Position.Server, &row.gtidState, &row.Epoch, &row.Owner, &row.ddlPending, &at)
+	err := db.QueryRowContext(ctx, "SELECT binlog_file, binlog_pos, gtid, source_server, COALESCE(gtid_state, ''), COALESCE(snapshot_state, ''), epoch, owner, ddl_pending, updated_at FROM "+s.table+" WHERE task = ?", s.task).
+		Scan(&row.Position.File, &pos, &row.Position.GTID, &row.Position.Server, &row.gtidState, &row.Snapshot, &row.Epoch, &row.Owner, &row.ddlPending, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return row, false, nil
 	}
@@ -195,7 +202,10 @@ func (s checkpointStore) commit(ctx context.Context, tx execer, pos Position, st
 //
 // The history is not part of the condition: it moves with the position,
 // in the same statement, so a position check covers it.
-func (s checkpointStore) commitStatement(prev, pos Position, state followedState, epoch int64, owner string) []byte {
+//
+// snapshot, when not nil, is the snapshot copy's state committed with
+// the chunk of rows it covers (Checkpoint.Snapshot).
+func (s checkpointStore) commitStatement(prev, pos Position, state followedState, epoch int64, owner string, snapshot *string) []byte {
 	// epoch is assigned first: MySQL evaluates the assignments of an
 	// UPDATE in order, and a later one sees the columns set before it.
 	b := append([]byte("UPDATE "), s.table...)
@@ -208,6 +218,10 @@ func (s checkpointStore) commitStatement(prev, pos Position, state followedState
 	b = state.appendTo(append(b, ", gtid_state = '"...)) // digits, '-' and ','
 	b = append(b, "', owner = "...)
 	b = appendQuoted(b, owner)
+	if snapshot != nil {
+		b = append(b, ", snapshot_state = "...)
+		b = appendQuoted(b, *snapshot)
+	}
 	b = append(b, ", ddl_pending = '', updated_at = UTC_TIMESTAMP(6) WHERE task = "...)
 	return appendQuoted(b, s.task)
 }

@@ -111,6 +111,9 @@ type Config struct {
 	HeartbeatPeriod time.Duration
 	// MaxBackoff caps the wait between attempts after a retryable failure.
 	MaxBackoff time.Duration
+	// Snapshot makes a task without a checkpoint start with a copy of
+	// the source's tables (see SnapshotConfig).
+	Snapshot SnapshotConfig
 	// Logger receives the replicator's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -189,6 +192,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	if _, err := newFilter(c.Include, c.Exclude, c.Routes); err != nil {
+		return c, err
+	}
+	var err error
+	if c.Snapshot, err = c.Snapshot.withDefaults(); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -23,6 +23,13 @@ type helperSpec struct {
 	From   Position `json:"from"`
 	Epoch  int64    `json:"epoch"`
 	Owner  string   `json:"owner"`
+	// HoldCopy, when set, stops the process (for its parent to kill it)
+	// once it has committed a snapshot cursor at table HoldCopy.Next,
+	// mid-table or not (HoldCopy.Mid).
+	HoldCopy *struct {
+		Next int
+		Mid  bool
+	} `json:"holdCopy,omitempty"`
 }
 
 // helperMain runs one Run until killed; its exit code is 0 only if Run
@@ -34,6 +41,14 @@ func helperMain() int {
 		return 2
 	}
 	ctx := context.Background()
+	if h := spec.HoldCopy; h != nil {
+		copyCommitted = func(s *copyState) {
+			if s.Next == h.Next && (s.Key != nil) == h.Mid {
+				fmt.Fprintln(os.Stderr, "helper: holding at copy cursor", s.String())
+				select {} // until killed
+			}
+		}
+	}
 	r, err := Open(ctx, spec.Config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper: open:", err)

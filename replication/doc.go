@@ -106,6 +106,60 @@
 // With binlog_row_metadata=FULL on the source, the column names in each
 // event are also checked against the target's.
 //
+// # Snapshot
+//
+// A task with Config.Snapshot (start: snapshot) and no checkpoint first
+// copies every included table's rows, then follows the binlog; the
+// target ends as the source, nothing missed, nothing applied twice, while
+// the source takes writes. The copy reads consistent snapshots of the
+// source — START TRANSACTION WITH CONSISTENT SNAPSHOT, whose binlog
+// position P MariaDB reports without any lock (binlog_snapshot_file and
+// binlog_snapshot_position; on MySQL P is read under FLUSH TABLES WITH
+// READ LOCK held for three statements, lock_wait_timeout 1 s) — and
+// interleaves them with the binlog, read by the same Run from its
+// checkpoint:
+//
+//   - before reading from a snapshot at P, the applier brings the target
+//     up to exactly P from the binlog, for the tables whose copy has
+//     begun (copied tables, and the keyed table being copied); the
+//     changes of tables not begun are skipped, and so is DDL naming one;
+//   - a keyed table (primary key, or unique NOT NULL key, as the applier
+//     identifies rows) is read in chunks of Snapshot.ChunkRows in key
+//     order after the cursor, the key of the last row copied, and written
+//     with REPLACE; each chunk commits in one target transaction with the
+//     checkpoint at P and the cursor (the checkpoint row's snapshot_state),
+//     fenced by epoch like every commit;
+//   - a table without a key is copied in one target transaction, its
+//     rows and the cursor moving past it together: with no key to resume
+//     by, a crash re-copies it whole into a target that holds none of it;
+//   - a snapshot is read for at most ten seconds; the next one is at a
+//     later P, and the target is brought up to it first.
+//
+// Why it is exact: at every commit the target holds, for each copied
+// table and for the keys up to the cursor of the table being copied,
+// exactly the source's rows at the checkpoint position. Catching up to
+// the next snapshot's P applies each transaction once, by position, and
+// keeps that true. Past the cursor the catch-up may write rows too (the
+// binlog's row images of keys not copied yet); each is the source's row
+// as of its last change before P, and the chunks read at P then REPLACE
+// every row the source has there, so the target there is the source at P
+// too. A key deleted before P is deleted or never written. Tables not
+// begun see nothing until their first chunk, read at the checkpoint's P.
+// After a crash, Run resumes from the checkpoint (position and cursor),
+// opens a new snapshot, catches up and goes on with the next chunk; once
+// every table is copied the cursor is marked done and the binlog applies
+// to all tables.
+//
+// The target tables are created from the source's SHOW CREATE TABLE
+// (routes applied) when missing, in the copy's turn, so that DDL skipped
+// before is in the definition; an existing one must have the source's
+// columns, in order and of the same types (ErrIncompatibleTable names
+// the table and the column), and should be empty: rows it holds under
+// keys the source lacks stay. One snapshot is one source transaction on
+// one connection, so Snapshot.Threads is 1; Snapshot.MaxRowsPerSecond
+// throttles the copy. Only the MySQL sink copies yet; the NATS sink
+// refuses start: snapshot (ErrSnapshotUnsupported).
+//
 // # Failures
 //
 // Lost connections, server restarts, a silent source (nothing, not even

@@ -65,7 +65,7 @@ func DryRun(ctx context.Context, cfg Config, start string) (DryRunReport, error)
 		defer src.Close()
 		dryRunSource(ctx, src, cfg, start, f, &rep, add)
 	}
-	env := SinkEnv{Task: cfg.Task, Log: cfg.Logger.With("task", cfg.Task), BatchRows: cfg.BatchRows, filter: f, rawLog: cfg.Logger}
+	env := SinkEnv{Task: cfg.Task, Log: cfg.Logger.With("task", cfg.Task), BatchRows: cfg.BatchRows, Snapshot: cfg.Snapshot.Enabled, filter: f, rawLog: cfg.Logger}
 	rep.Checks = append(rep.Checks, cfg.sink().DryRun(ctx, env)...)
 	rep.OK = true
 	for _, c := range rep.Checks {

@@ -42,6 +42,13 @@ var (
 	// written), another server's file position, or a GTID state beyond
 	// its own. It wraps ErrNonRetryable.
 	ErrNotOnSource = fmt.Errorf("replication: the source cannot serve the position (%w)", ErrNonRetryable)
+	// ErrSnapshotUnsupported reports a sink that cannot write a snapshot
+	// copy (start: snapshot) yet. It wraps ErrNonRetryable.
+	ErrSnapshotUnsupported = fmt.Errorf("replication: this sink cannot copy a snapshot yet; start the task from a binlog position instead (%w)", ErrNonRetryable)
+	// ErrIncompatibleTable reports a target table whose columns are not
+	// the source table's, found before a snapshot copies into it. The
+	// message names the table and the column. It wraps ErrNonRetryable.
+	ErrIncompatibleTable = fmt.Errorf("replication: target table differs from the source table (%w)", ErrNonRetryable)
 	// ErrBusy reports a second concurrent Run on one Replicator.
 	ErrBusy = errors.New("replication: Run is already running")
 	// ErrClosed reports a Run on, or interrupted by, a closed Replicator.

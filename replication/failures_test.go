@@ -684,7 +684,7 @@ func TestCommitMovesCheckpointOnlyFromWhereItWas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = conn.ExecContext(ctx, string(r.mysql().ckpt.commitStatement(prev, pos, state, epoch, "me")))
+		_, err = conn.ExecContext(ctx, string(r.mysql().ckpt.commitStatement(prev, pos, state, epoch, "me", nil)))
 		return err
 	}
 	if err := commit(p0, p1, 5); err != nil {

@@ -3,7 +3,9 @@ package replication
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 )
 
 // MySQLSink is the sink that applies rows to a MySQL or MariaDB server,
@@ -195,4 +197,127 @@ func (m *mysqlRun) Close() {
 		m.ap.abort()
 	}
 	m.conn.Close()
+}
+
+// PrepareTable creates the target table of t from the source's
+// definition when it is missing, else checks its columns against t's.
+// DDL commits by itself, so it runs between transactions; CREATE … IF
+// NOT EXISTS makes a repeat after a crash harmless.
+func (m *mysqlRun) PrepareTable(ctx context.Context, t SnapshotTable, create string) error {
+	if err := m.ap.settle(ctx); err != nil {
+		return err
+	}
+	if m.ap.sess.open {
+		return fmt.Errorf("replication: internal error: PrepareTable inside a target transaction")
+	}
+	rows, err := m.conn.QueryContext(ctx, "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION", t.ToDB, t.ToTable)
+	if err != nil {
+		return fmt.Errorf("read the columns of target table %s: %w", qualified(t.ToDB, t.ToTable), err)
+	}
+	var have []SnapshotColumn
+	for rows.Next() {
+		var c SnapshotColumn
+		if err := rows.Scan(&c.Name, &c.DataType); err != nil {
+			rows.Close()
+			return fmt.Errorf("read the columns of target table %s: %w", qualified(t.ToDB, t.ToTable), err)
+		}
+		c.DataType = strings.ToLower(c.DataType)
+		have = append(have, c)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("read the columns of target table %s: %w", qualified(t.ToDB, t.ToTable), err)
+	}
+	if len(have) > 0 {
+		return compatibleColumns(t, have)
+	}
+	for _, q := range []string{"CREATE DATABASE IF NOT EXISTS " + quoteIdent(t.ToDB), create} {
+		if _, err := m.conn.ExecContext(ctx, q); err != nil {
+			return nonRetryable(&ApplyError{Statement: clip(q), Err: err})
+		}
+	}
+	m.t.env.Log.Info("snapshot: created target table from the source's definition", "table", qualified(t.ToDB, t.ToTable), "source_table", qualified(t.DB, t.Table))
+	return nil
+}
+
+// compatibleColumns checks that a target table has the source table's
+// columns, in order and of the same types, which both the copy and the
+// binlog's row images (positional) need.
+func compatibleColumns(t SnapshotTable, have []SnapshotColumn) error {
+	name := qualified(t.ToDB, t.ToTable)
+	for i, c := range t.Columns {
+		if i >= len(have) {
+			return fmt.Errorf("%w: target table %s has no column %s (source column %d of %s): add it, or drop the target table to have it created",
+				ErrIncompatibleTable, name, quoteIdent(c.Name), i+1, qualified(t.DB, t.Table))
+		}
+		h := have[i]
+		if !strings.EqualFold(h.Name, c.Name) {
+			return fmt.Errorf("%w: target table %s: column %d is %s, the source's is %s",
+				ErrIncompatibleTable, name, i+1, quoteIdent(h.Name), quoteIdent(c.Name))
+		}
+		if h.DataType != c.DataType && !sameStoredType(h.DataType, c.DataType) {
+			return fmt.Errorf("%w: target table %s: column %s is %s, the source's is %s",
+				ErrIncompatibleTable, name, quoteIdent(h.Name), h.DataType, c.DataType)
+		}
+	}
+	if len(have) > len(t.Columns) {
+		return fmt.Errorf("%w: target table %s has a column %s that source table %s lacks",
+			ErrIncompatibleTable, name, quoteIdent(have[len(t.Columns)].Name), qualified(t.DB, t.Table))
+	}
+	return nil
+}
+
+// sameStoredType accepts the one type pair that differs by flavor only:
+// MySQL's JSON is MariaDB's LONGTEXT.
+func sameStoredType(a, b string) bool {
+	return a == "json" && b == "longtext" || a == "longtext" && b == "json"
+}
+
+// CopyRows adds rows to the open transaction: REPLACE for a keyed
+// table, INSERT for one without a key (which the copy writes once, see
+// snapshot.go).
+func (m *mysqlRun) CopyRows(ctx context.Context, db, table string, rows [][]any) error {
+	ap := m.ap
+	tdb, tt := m.t.env.Route(db, table)
+	if !ap.meta.has(tdb, tt) {
+		if err := ap.sess.settle(ctx); err != nil {
+			return err
+		}
+	}
+	meta, err := ap.meta.get(ctx, m.conn, tdb, tt)
+	if err != nil {
+		if errors.Is(err, errMissingTable) {
+			return nonRetryable(fmt.Errorf("snapshot of %s: %w", qualified(db, table), err))
+		}
+		return err
+	}
+	ap.sess.begin()
+	for _, row := range rows {
+		if len(row) != len(meta.cols) {
+			return nonRetryable(fmt.Errorf("%w: snapshot of %s read %d columns, target table %s has %d", ErrIncompatibleTable, qualified(db, table), len(row), meta.name, len(meta.cols)))
+		}
+		if err := ap.addRow(ctx, meta, row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CommitCopy commits the open transaction with the checkpoint at and the
+// snapshot state, and waits for the target's answer.
+func (m *mysqlRun) CommitCopy(ctx context.Context, at Position, state string, rows int) error {
+	ap := m.ap
+	if ap.partial {
+		return fmt.Errorf("replication: internal error: snapshot commit inside source transaction starting at %s", ap.curStart)
+	}
+	ap.sess.begin()
+	if err := ap.execPending(ctx); err != nil {
+		return err
+	}
+	followed := ap.followed.String()
+	txns := ap.openTxns
+	ap.openRows, ap.openTxns = 0, 0
+	if err := ap.sess.commit(ctx, at, ap.followed, &state, func() { ap.onCommit(at, followed, 0, rows, txns) }); err != nil {
+		return err
+	}
+	return ap.sess.settle(ctx)
 }

@@ -78,6 +78,10 @@ type reader struct {
 	txnGTID  string
 	mgtid    *gomysql.MariadbGTID
 
+	// reached is the position up to which the reader has handed over
+	// every transaction (the snapshot copy's catch-up waits for it).
+	reached atomic.Pointer[Position]
+
 	heartbeatAt atomic.Int64 // unix nanos of the last heartbeat, for lag
 	producedAt  atomic.Int64 // unix nanos of the last transaction sent
 }
@@ -98,6 +102,8 @@ func newReader(log *slog.Logger, flavor string, f *filter, maxRows int, start Po
 		}
 		rd.gset = g
 	}
+	p := rd.pos
+	rd.reached.Store(&p)
 	return rd, nil
 }
 
@@ -163,6 +169,12 @@ func (rd *reader) handle(ctx context.Context, ev *replication.BinlogEvent) error
 		}
 	case *replication.HeartbeatEvent:
 		rd.heartbeatAt.Store(time.Now().UnixNano())
+		if rd.txn == nil && rd.file != "" && h.LogPos > 0 {
+			// Nothing more to send: the source is at the heartbeat's
+			// position, in the current file.
+			p := Position{File: rd.file, Pos: h.LogPos, GTID: rd.pos.GTID, Server: rd.server.Name}
+			rd.reached.Store(&p)
+		}
 	}
 	return nil
 }
@@ -283,7 +295,12 @@ func (rd *reader) finish(ctx context.Context, h *replication.EventHeader, seg Se
 	seg.End, seg.Last, seg.TS, seg.MariaGTID = rd.pos, true, h.Timestamp, rd.mgtid
 	rd.txn = nil
 	rd.producedAt.Store(time.Now().UnixNano())
-	return rd.send(ctx, seg)
+	if err := rd.send(ctx, seg); err != nil {
+		return err
+	}
+	p := rd.pos
+	rd.reached.Store(&p)
+	return nil
 }
 
 // checkDumpServer checks that the server serving the binlog is the one

@@ -62,7 +62,7 @@ func open(ctx context.Context, cfg Config) (*Replicator, error) {
 		log:    cfg.Logger.With("task", cfg.Task),
 		filter: f,
 	}
-	r.env = SinkEnv{Task: cfg.Task, Log: r.log, BatchRows: cfg.BatchRows, filter: f, rawLog: cfg.Logger}
+	r.env = SinkEnv{Task: cfg.Task, Log: r.log, BatchRows: cfg.BatchRows, Snapshot: cfg.Snapshot.Enabled, filter: f, rawLog: cfg.Logger}
 	if r.source, err = openDB(cfg.Source, 2, false, cfg.Logger); err != nil {
 		return nil, err
 	}

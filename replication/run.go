@@ -52,6 +52,9 @@ type Progress struct {
 	Err error
 	// Retries counts consecutive failed attempts; 0 once one commits.
 	Retries int
+	// Snapshot is the snapshot copy's progress, nil when the task has
+	// none (see SnapshotConfig); it stays set, Done, once the copy is.
+	Snapshot *SnapshotProgress
 }
 
 const (
@@ -157,6 +160,14 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 	if st.committed.IsZero() {
 		st.committed = start
 	}
+	copyState, err := parseCopyState(cp.Snapshot)
+	if err != nil {
+		return err
+	}
+	copying := copyState != nil && !copyState.Done || copyState == nil && r.cfg.Snapshot.Enabled && cp.Position.IsZero()
+	if copyState != nil {
+		st.snapshot = copyState.progress()
+	}
 	src, err := r.startReading(ctx, start, id)
 	if err != nil {
 		return err
@@ -169,8 +180,14 @@ func (r *Replicator) runOnce(ctx context.Context, from Position, epoch int64, ow
 			st.send(StateRunning, nil, r.lag(src.rd, src.segments, run, st))
 		}
 	})
-	r.log.Info("replicating", "from", start.String(), "epoch", epoch, "owner", owner)
-	err = r.apply(ctx, src, run, st)
+	r.log.Info("replicating", "from", start.String(), "epoch", epoch, "owner", owner, "snapshot", copying)
+	var first *Segment
+	if copying {
+		if first, err = r.copyTables(ctx, src, run, st, copyState, id); err != nil {
+			return err
+		}
+	}
+	err = r.apply(ctx, src, run, st, first)
 	run.Close()
 	return err
 }
@@ -330,11 +347,20 @@ func (r *Replicator) startReading(ctx context.Context, start Position, id source
 	return f, nil
 }
 
-// apply hands the source's segments to the sink and commits, until
-// something fails; the caller closes the run.
-func (r *Replicator) apply(ctx context.Context, src *sourceFeed, run SinkRun, st *runStats) error {
+// apply hands the source's segments to the sink, first (when not nil)
+// and then src's, and commits, until something fails; the caller closes
+// the run.
+func (r *Replicator) apply(ctx context.Context, src *sourceFeed, run SinkRun, st *runStats, first *Segment) error {
 	report := func() { st.send(StateRunning, nil, r.lag(src.rd, src.segments, run, st)) }
 	st.send(StateRunning, nil, 0)
+	if first != nil {
+		if err := run.Write(ctx, *first); err != nil {
+			return err
+		}
+		if err := run.Flush(ctx, len(src.segments) > 0); err != nil {
+			return err
+		}
+	}
 
 	// The ticker delivers commits the throttle held back, and a report
 	// every idleReport while nothing commits (lag keeps moving).
@@ -427,6 +453,8 @@ type runStats struct {
 	rate     float64
 	rateAt   time.Time
 	rateRows int64
+
+	snapshot *SnapshotProgress // the copy's, nil without one
 }
 
 func (s *runStats) commit(pos Position, followed string, ts uint32, rows, txns int) {
@@ -449,6 +477,6 @@ func (s *runStats) send(state State, err error, lag float64) {
 	s.lastReport, s.unreported = now, false
 	s.report(Progress{
 		Position: s.committed, Followed: s.followed, Epoch: s.epoch, LagSeconds: lag, RowsPerSec: s.rate,
-		AppliedTxns: s.txns, AppliedRows: s.rows, State: state, Err: err, Retries: s.retries,
+		AppliedTxns: s.txns, AppliedRows: s.rows, State: state, Err: err, Retries: s.retries, Snapshot: s.snapshot,
 	})
 }

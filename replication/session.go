@@ -204,9 +204,9 @@ func (s *targetSession) landed(ctx context.Context, err error) error {
 // commit queues the checkpoint — pos, and state, the history followed up
 // to it — and COMMIT and sends them; committed is called once they
 // succeeded. The session is ready for the next transaction at once.
-func (s *targetSession) commit(ctx context.Context, pos Position, state followedState, committed func()) error {
+func (s *targetSession) commit(ctx context.Context, pos Position, state followedState, snapshot *string, committed func()) error {
 	s.begin()
-	if err := s.queue(ctx, s.ckpt.commitStatement(s.base, pos, state, s.epoch, s.owner)); err != nil {
+	if err := s.queue(ctx, s.ckpt.commitStatement(s.base, pos, state, s.epoch, s.owner, snapshot)); err != nil {
 		return err
 	}
 	if len(s.packet) > 0 {

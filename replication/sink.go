@@ -94,6 +94,43 @@ type SinkRun interface {
 	// Close abandons what is not committed and releases the run. It may
 	// be called more than once.
 	Close()
+
+	// The snapshot copy (start: snapshot, see snapshot.go) writes through
+	// the same run, between source transactions: PrepareTable once per
+	// table before its first rows, then CopyRows and CommitCopy per
+	// chunk. A sink that cannot copy yet returns ErrSnapshotUnsupported
+	// (and refuses SinkEnv.Snapshot at Open and DryRun already).
+
+	// PrepareTable makes the target ready for the rows of source table
+	// t: it creates the table from the source's definition (create, a
+	// CREATE TABLE naming the routed table) when it is missing, and
+	// otherwise checks that its columns are t's, naming the first that
+	// differs. It waits until nothing is in flight.
+	PrepareTable(ctx context.Context, t SnapshotTable, create string) error
+	// CopyRows adds rows read from source table db.table (source names,
+	// full rows in the source's column order) to the open batch: what a
+	// read of the table says is there, written over whatever the target
+	// holds under the same key.
+	CopyRows(ctx context.Context, db, table string, rows [][]any) error
+	// CommitCopy commits the batch with the checkpoint at, a source
+	// position the target now holds, and the copy's cursor state (an
+	// opaque string the sink returns in Checkpoint.Snapshot), fenced by
+	// epoch like every commit. It returns once the target has answered.
+	CommitCopy(ctx context.Context, at Position, state string, rows int) error
+}
+
+// SnapshotTable is a source table the snapshot copies, with the columns
+// the source has (in order) and the names it gets on the target.
+type SnapshotTable struct {
+	DB, Table     string // source names
+	ToDB, ToTable string // after routes
+	Columns       []SnapshotColumn
+}
+
+// SnapshotColumn is a source column as information_schema describes it.
+type SnapshotColumn struct {
+	Name     string
+	DataType string // DATA_TYPE, lower case
 }
 
 // SinkEnv is what the stream tells a sink about its task.
@@ -105,8 +142,12 @@ type SinkEnv struct {
 	// BatchRows is Config.BatchRows: rows per commit when small source
 	// transactions are grouped.
 	BatchRows int
-	filter    *filter
-	rawLog    *slog.Logger // Config.Logger, without the task
+	// Snapshot says the task starts with a copy of the source's tables
+	// (Config.Snapshot): a sink that cannot write one refuses it at Open
+	// and DryRun with ErrSnapshotUnsupported.
+	Snapshot bool
+	filter   *filter
+	rawLog   *slog.Logger // Config.Logger, without the task
 }
 
 // Route returns the target names of a source table, after the task's

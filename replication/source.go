@@ -28,6 +28,12 @@ import (
 // checkpoint fence needs. multi allows multi-statement packets (the
 // target; see targetSession).
 func openDB(e Endpoint, maxConns int, multi bool, log *slog.Logger) (*sql.DB, error) {
+	return openDBConfig(e, maxConns, dbConfig(e, multi, log), log)
+}
+
+// dbConfig is the driver configuration of every connection the
+// replicator makes (see openDB).
+func dbConfig(e Endpoint, multi bool, log *slog.Logger) *mysql.Config {
 	c := mysql.NewConfig()
 	c.Logger = driverLogger{log.With("component", "go-sql-driver", "server", e.Addr())}
 	c.User, c.Passwd = e.User, e.Password
@@ -44,6 +50,25 @@ func openDB(e Endpoint, maxConns int, multi bool, log *slog.Logger) (*sql.DB, er
 		"sql_mode":           "'STRICT_ALL_TABLES,ALLOW_INVALID_DATES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION'",
 		"foreign_key_checks": "0",
 	}
+	return c
+}
+
+// openSnapshotDB opens the pool the snapshot copy reads rows with: as
+// openDB's, but values come as the binary protocol carries them (every
+// query has a parameter, so it is prepared) — FLOAT as float32, which
+// MariaDB's text protocol would round to six digits — temporal values
+// as text (no parseTime: a zero date stays '0000-00-00'), and strings
+// in their column's own character set (character_set_results=binary),
+// the bytes the binlog would carry.
+func openSnapshotDB(e Endpoint, log *slog.Logger) (*sql.DB, error) {
+	c := dbConfig(e, false, log)
+	c.InterpolateParams = false
+	c.ParseTime = false
+	c.Params["character_set_results"] = "binary"
+	return openDBConfig(e, 2, c, log)
+}
+
+func openDBConfig(e Endpoint, maxConns int, c *mysql.Config, log *slog.Logger) (*sql.DB, error) {
 	db, err := mysqldial.OpenDB(c, log)
 	if err != nil {
 		return nil, fmt.Errorf("%w: endpoint %s: %w", ErrConfig, e, err)
@@ -133,7 +158,9 @@ func resolveStart(ctx context.Context, db *sql.DB, e Endpoint, flavor, spec stri
 	switch strings.ToLower(spec) {
 	case "":
 		return Position{}, fmt.Errorf("%w: empty start: use current, earliest, file:pos or a GTID set", ErrConfig)
-	case "current":
+	case "current", "snapshot":
+		// A snapshot's binlog starts where the source is now; the copy's
+		// own positions follow (see snapshot.go).
 		file, pos, gtid, err := masterStatus(ctx, db, e)
 		if err != nil {
 			return Position{}, err
@@ -237,7 +264,7 @@ func needsBinlogMonitor(what string, e Endpoint, err error) error {
 
 // masterStatus reads the source's current binlog file and offset (and, on
 // MySQL, the executed GTID set, in the same snapshot).
-func masterStatus(ctx context.Context, db *sql.DB, e Endpoint) (string, uint32, string, error) {
+func masterStatus(ctx context.Context, db queryer, e Endpoint) (string, uint32, string, error) {
 	rows, err := db.QueryContext(ctx, "SHOW MASTER STATUS")
 	if err != nil {
 		// MySQL 8.4 renamed it.

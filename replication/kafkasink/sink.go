@@ -76,6 +76,9 @@ func kafkaError(what string, err error) error {
 
 // Open connects and creates the checkpoint topic when it is missing.
 func (s sink) Open(ctx context.Context, env replication.SinkEnv) (replication.OpenSink, error) {
+	if env.Snapshot {
+		return nil, fmt.Errorf("task %q: Kafka target: %w", env.Task, replication.ErrSnapshotUnsupported)
+	}
 	cfg, err := s.cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -101,6 +104,10 @@ func (s sink) DryRun(ctx context.Context, env replication.SinkEnv) []replication
 			c.Detail = err.Error()
 		}
 		checks = append(checks, c)
+	}
+	if env.Snapshot {
+		add("target snapshot", fmt.Errorf("Kafka target: %w", replication.ErrSnapshotUnsupported), "")
+		return checks
 	}
 	cfg, err := s.cfg.withDefaults()
 	if err != nil {
@@ -784,4 +791,18 @@ func (r *run) Close() {
 		abort(r.p)
 	}
 	r.p.Close()
+}
+
+// PrepareTable, CopyRows and CommitCopy are the snapshot copy, which
+// this sink does not do yet: Open and DryRun refuse SinkEnv.Snapshot.
+func (r *run) PrepareTable(context.Context, replication.SnapshotTable, string) error {
+	return replication.ErrSnapshotUnsupported
+}
+
+func (r *run) CopyRows(context.Context, string, string, [][]any) error {
+	return replication.ErrSnapshotUnsupported
+}
+
+func (r *run) CommitCopy(context.Context, replication.Position, string, int) error {
+	return replication.ErrSnapshotUnsupported
 }

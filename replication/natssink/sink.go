@@ -123,6 +123,9 @@ func subjectCovers(s, want string) bool {
 // Open connects, creates the stream and the checkpoint bucket when they
 // are missing and checks them when they exist.
 func (s sink) Open(ctx context.Context, env replication.SinkEnv) (replication.OpenSink, error) {
+	if env.Snapshot {
+		return nil, fmt.Errorf("task %q: NATS target: %w", env.Task, replication.ErrSnapshotUnsupported)
+	}
 	cfg, err := s.cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -193,6 +196,10 @@ func (s sink) DryRun(ctx context.Context, env replication.SinkEnv) []replication
 			c.Detail = err.Error()
 		}
 		checks = append(checks, c)
+	}
+	if env.Snapshot {
+		add("target snapshot", fmt.Errorf("NATS target: %w", replication.ErrSnapshotUnsupported), "")
+		return checks
 	}
 	cfg, err := s.cfg.withDefaults()
 	if err != nil {
@@ -571,4 +578,19 @@ func (r *run) Close() {
 	r.closed = true
 	clear(r.futures)
 	r.futures = nil
+}
+
+// PrepareTable, CopyRows and CommitCopy are the snapshot copy, which
+// this sink does not write yet: Open refuses a task that asks for one,
+// so a run never gets here.
+func (r *run) PrepareTable(context.Context, replication.SnapshotTable, string) error {
+	return replication.ErrSnapshotUnsupported
+}
+
+func (r *run) CopyRows(context.Context, string, string, [][]any) error {
+	return replication.ErrSnapshotUnsupported
+}
+
+func (r *run) CommitCopy(context.Context, replication.Position, string, int) error {
+	return replication.ErrSnapshotUnsupported
 }

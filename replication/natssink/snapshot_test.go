@@ -1,0 +1,25 @@
+package natssink
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/shepherd-dev/shepherd/replication"
+)
+
+// TestSnapshotRefused: a task that starts with a table copy is refused
+// by Open and DryRun, before any connection, rather than started without
+// its copy.
+func TestSnapshotRefused(t *testing.T) {
+	s := New(Config{URL: "nats://127.0.0.1:1", Stream: "S"})
+	env := replication.SinkEnv{Task: "t", Snapshot: true}
+	if _, err := s.Open(context.Background(), env); !errors.Is(err, replication.ErrSnapshotUnsupported) || !errors.Is(err, replication.ErrNonRetryable) {
+		t.Errorf("Open = %v, want ErrSnapshotUnsupported (non-retryable)", err)
+	}
+	checks := s.DryRun(context.Background(), env)
+	if len(checks) != 1 || checks[0].OK || !strings.Contains(checks[0].Detail, "snapshot") {
+		t.Errorf("DryRun = %+v, want one failed snapshot check", checks)
+	}
+}
