@@ -212,3 +212,54 @@ func (h History) Clone() History { return History{append(followedState(nil), h.s
 
 // String is the history as "d-s-n,d-s-n".
 func (h History) String() string { return h.s.String() }
+
+// EventBatch is the open batch of a sink that publishes events rather
+// than writing rows (NATS JetStream, Kafka): what it has taken since its
+// last commit, when that commit is due, and the report of it to the
+// stream (SinkRun.Begin's committed). One bookkeeping for every such sink.
+type EventBatch struct {
+	Rows, Txns int      // rows and whole source transactions taken
+	End        Position // the end of the last whole source transaction
+	TS         uint32   // its source commit time
+	// Followed is the MariaDB history followed up to End.
+	Followed History
+	// Partial: a source transaction is part-way in, and no commit may
+	// split it.
+	Partial   bool
+	committed func(pos Position, followed string, ts uint32, rows, txns int)
+}
+
+// Begin starts the batch of a run (SinkRun.Begin's arguments).
+func (b *EventBatch) Begin(followed History, committed func(pos Position, followed string, ts uint32, rows, txns int)) {
+	b.Followed, b.committed = followed.Clone(), committed
+}
+
+// Took records a segment written into the batch.
+func (b *EventBatch) Took(seg *Segment) {
+	b.Rows += seg.Rows
+	b.Partial = !seg.Last
+	if seg.Last {
+		b.Txns++
+		b.End, b.TS = seg.End, seg.TS
+		b.Followed.Add(seg)
+	}
+}
+
+// Due reports whether the batch should commit now (SinkRun.Flush): it
+// holds whole transactions only, and is full or the stream has no more
+// ready.
+func (b *EventBatch) Due(batchRows int, more bool) bool {
+	return !b.Partial && b.Txns > 0 && (b.Rows >= batchRows || !more)
+}
+
+// Idle reports whether nothing is open (SinkRun.Idle).
+func (b *EventBatch) Idle() bool { return b.Txns == 0 && !b.Partial }
+
+// Committed empties the batch once the target holds it, and reports the
+// commit to the stream.
+func (b *EventBatch) Committed() {
+	pos, ts, rows, txns := b.End, b.TS, b.Rows, b.Txns
+	b.Rows, b.Txns = 0, 0
+	b.committed(pos, b.Followed.String(), ts, rows, txns)
+}
+

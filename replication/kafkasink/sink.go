@@ -513,9 +513,6 @@ type run struct {
 	owner string
 	base  stored // the checkpoint this run committed last
 
-	followed  replication.History
-	committed func(pos replication.Position, followed string, ts uint32, rows, txns int)
-
 	mu      sync.Mutex
 	failure error // the first record the broker refused
 
@@ -526,15 +523,12 @@ type run struct {
 	key     []byte
 	headers []kgo.RecordHeader
 
-	openRows, openTxns int
-	openEnd            replication.Position
-	openTS             uint32
-	partial            bool
-	closed             bool
+	batch  replication.EventBatch
+	closed bool
 }
 
 func (r *run) Begin(start replication.Position, followed replication.History, committed func(pos replication.Position, followed string, ts uint32, rows, txns int)) {
-	r.followed, r.committed = followed.Clone(), committed
+	r.batch.Begin(followed, committed)
 }
 
 // failed returns the first refusal of a record of the open transaction.
@@ -568,7 +562,7 @@ func (r *run) Write(ctx context.Context, seg replication.Segment) error {
 		}
 		r.inTxn = true
 	}
-	if r.txn != seg.Start || !r.partial {
+	if r.txn != seg.Start || !r.batch.Partial {
 		r.txn, r.index = seg.Start, 0
 	}
 	src := changeevent.NewSource(r.t.env.Task, &seg)
@@ -590,15 +584,7 @@ func (r *run) Write(ctx context.Context, seg replication.Segment) error {
 			return err
 		}
 	}
-	r.openRows += seg.Rows
-	if seg.Last {
-		r.openTxns++
-		r.openEnd, r.openTS = seg.End, seg.TS
-		r.followed.Add(&seg)
-		r.partial = false
-	} else {
-		r.partial = true
-	}
+	r.batch.Took(&seg)
 	return nil
 }
 
@@ -745,16 +731,14 @@ func flush(ctx context.Context, p *kgo.Client) error {
 // acknowledged, and the transaction commits — events and checkpoint
 // together, or neither. A fenced producer's commit fails.
 func (r *run) Flush(ctx context.Context, more bool) error {
-	if r.partial || r.openTxns == 0 {
-		return nil
-	}
-	if r.openRows < r.t.env.BatchRows && more {
+	if !r.batch.Due(r.t.env.BatchRows, more) {
 		return nil
 	}
 	st := r.base
 	st.Version, st.Epoch, st.Owner, st.Time = storedVersion, r.epoch, r.owner, time.Now().UTC()
-	st.File, st.Pos, st.GTID, st.Server = r.openEnd.File, r.openEnd.Pos, r.openEnd.GTID, r.openEnd.Server
-	st.Followed = r.followed.String()
+	end := r.batch.End
+	st.File, st.Pos, st.GTID, st.Server = end.File, end.Pos, end.GTID, end.Server
+	st.Followed = r.batch.Followed.String()
 	r.p.Produce(ctx, r.t.record(st), r.promise)
 	if err := flush(ctx, r.p); err != nil {
 		return err
@@ -763,13 +747,11 @@ func (r *run) Flush(ctx context.Context, more bool) error {
 		return r.t.fencedOr(ctx, r.epoch, err)
 	}
 	if err := endTransaction(ctx, r.p); err != nil {
-		return r.t.fencedOr(ctx, r.epoch, fmt.Errorf("commit the checkpoint %s of task %q with its events: %w", r.openEnd, r.t.env.Task, err))
+		return r.t.fencedOr(ctx, r.epoch, fmt.Errorf("commit the checkpoint %s of task %q with its events: %w", end, r.t.env.Task, err))
 	}
 	r.inTxn = false
 	r.base = st
-	pos, ts, rows, txns := r.openEnd, r.openTS, r.openRows, r.openTxns
-	r.openRows, r.openTxns = 0, 0
-	r.committed(pos, st.Followed, ts, rows, txns)
+	r.batch.Committed()
 	return nil
 }
 
@@ -778,7 +760,7 @@ func (r *run) InFlight() <-chan error { return nil }
 
 func (r *run) Landed(ctx context.Context, err error) error { return err }
 
-func (r *run) Idle() bool { return r.openTxns == 0 && !r.partial }
+func (r *run) Idle() bool { return r.batch.Idle() }
 
 // Close aborts the open transaction and closes the producer; what the
 // broker cannot abort now, the next claim's producer does.

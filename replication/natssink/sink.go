@@ -377,8 +377,6 @@ type run struct {
 	rev        uint64 // the entry's revision this run wrote last
 	base       stored // the entry as of rev
 	reconnects uint64 // the connection's reconnects when the run began
-	followed   replication.History
-	committed  func(pos replication.Position, followed string, ts uint32, rows, txns int)
 
 	futures []jetstream.PubAckFuture // published in the open batch
 	acked   int                      // futures[:acked] are acknowledged
@@ -386,21 +384,18 @@ type run struct {
 	index   int                      // next event index in it
 	buf     []byte
 
-	openRows, openTxns int
-	openEnd            replication.Position
-	openTS             uint32
-	partial            bool
-	closed             bool
+	batch  replication.EventBatch
+	closed bool
 }
 
 func (r *run) Begin(start replication.Position, followed replication.History, committed func(pos replication.Position, followed string, ts uint32, rows, txns int)) {
-	r.followed, r.committed = followed.Clone(), committed
+	r.batch.Begin(followed, committed)
 }
 
 // Write publishes the segment's events, without waiting for their
 // acknowledgements (Flush does).
 func (r *run) Write(ctx context.Context, seg replication.Segment) error {
-	if r.txn != seg.Start || !r.partial {
+	if r.txn != seg.Start || !r.batch.Partial {
 		r.txn, r.index = seg.Start, 0
 	}
 	src := changeevent.NewSource(r.t.env.Task, &seg)
@@ -414,15 +409,7 @@ func (r *run) Write(ctx context.Context, seg replication.Segment) error {
 			return err
 		}
 	}
-	r.openRows += seg.Rows
-	if seg.Last {
-		r.openTxns++
-		r.openEnd, r.openTS = seg.End, seg.TS
-		r.followed.Add(&seg)
-		r.partial = false
-	} else {
-		r.partial = true
-	}
+	r.batch.Took(&seg)
 	return nil
 }
 
@@ -526,10 +513,7 @@ func (r *run) waitAcks(ctx context.Context, n int) error {
 // run last wrote. A newer owner's claim has changed the revision, so a
 // fenced run cannot move it.
 func (r *run) Flush(ctx context.Context, more bool) error {
-	if r.partial || r.openTxns == 0 {
-		return nil
-	}
-	if r.openRows < r.t.env.BatchRows && more {
+	if !r.batch.Due(r.t.env.BatchRows, more) {
 		return nil
 	}
 	if err := r.waitAcks(ctx, len(r.futures)); err != nil {
@@ -540,8 +524,9 @@ func (r *run) Flush(ctx context.Context, more bool) error {
 	}
 	st := r.base
 	st.Version, st.Epoch, st.Owner, st.Time = storedVersion, r.epoch, r.owner, time.Now().UTC()
-	st.File, st.Pos, st.GTID, st.Server = r.openEnd.File, r.openEnd.Pos, r.openEnd.GTID, r.openEnd.Server
-	st.Followed = r.followed.String()
+	end := r.batch.End
+	st.File, st.Pos, st.GTID, st.Server = end.File, end.Pos, end.GTID, end.Server
+	st.Followed = r.batch.Followed.String()
 	rev, err := r.t.kv.Update(ctx, r.t.env.Task, st.marshal(), r.rev)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 		now, _, rerr := r.t.read(ctx)
@@ -551,14 +536,12 @@ func (r *run) Flush(ctx context.Context, more bool) error {
 		return fmt.Errorf("the checkpoint of task %q moved since this run last wrote it (revision %d): resuming from it", r.t.env.Task, r.rev)
 	}
 	if err != nil {
-		return fmt.Errorf("write the checkpoint %s of task %q to %s: %w", r.openEnd, r.t.env.Task, r.t.cfg.Bucket, err)
+		return fmt.Errorf("write the checkpoint %s of task %q to %s: %w", end, r.t.env.Task, r.t.cfg.Bucket, err)
 	}
 	r.rev, r.base = rev, st
-	pos, ts, rows, txns := r.openEnd, r.openTS, r.openRows, r.openTxns
-	r.openRows, r.openTxns = 0, 0
 	clear(r.futures)
 	r.futures, r.acked = r.futures[:0], 0
-	r.committed(pos, st.Followed, ts, rows, txns)
+	r.batch.Committed()
 	return nil
 }
 
@@ -567,7 +550,7 @@ func (r *run) InFlight() <-chan error { return nil }
 
 func (r *run) Landed(ctx context.Context, err error) error { return err }
 
-func (r *run) Idle() bool { return r.openTxns == 0 && !r.partial }
+func (r *run) Idle() bool { return r.batch.Idle() }
 
 // Close forgets the open batch: its messages may be stored, and the next
 // run re-publishes them with the same ids.
