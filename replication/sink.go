@@ -262,4 +262,3 @@ func (b *EventBatch) Committed() {
 	b.Rows, b.Txns = 0, 0
 	b.committed(pos, b.Followed.String(), ts, rows, txns)
 }
-

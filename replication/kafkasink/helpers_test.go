@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	// broker outage shows as a retry while the test waits for it.
 	retryTimeout, deliveryTimeout = 2*time.Second, 3*time.Second
 	if os.Getenv(helperEnv) != "" {
-		os.Exit(helperMain())
+		os.Exit(sinktest.ChildMain(helperEnv, func(c Config) replication.Sink { return New(c) }))
 	}
 	shared = sinktest.LaunchSource("kafkasink-test-")
 	code := m.Run()

@@ -1,8 +1,6 @@
 package natssink
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -25,52 +23,6 @@ import (
 // publishing to NATS: it holds a JSON helperSpec, and TestMain runs
 // helperMain instead of the tests. The crash test SIGKILLs it mid-load.
 const helperEnv = "SHEPHERD_NATSSINK_HELPER"
-
-type helperSpec struct {
-	Task      string               `json:"task"`
-	Source    replication.Endpoint `json:"source"`
-	Include   []string             `json:"include"`
-	BatchRows int                  `json:"batchRows"`
-	NATS      Config               `json:"nats"`
-	From      replication.Position `json:"from"`
-	Epoch     int64                `json:"epoch"`
-	Owner     string               `json:"owner"`
-}
-
-func helperMain() int {
-	var spec helperSpec
-	if err := json.Unmarshal([]byte(os.Getenv(helperEnv)), &spec); err != nil {
-		fmt.Fprintln(os.Stderr, "helper: bad spec:", err)
-		return 2
-	}
-	ctx := context.Background()
-	r, err := replication.Open(ctx, replication.Config{
-		Task: spec.Task, Source: spec.Source, Include: spec.Include, BatchRows: spec.BatchRows, Sink: New(spec.NATS),
-		HeartbeatPeriod: 200 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "helper: open:", err)
-		return 3
-	}
-	err = r.Run(ctx, spec.From, spec.Epoch, spec.Owner, nil)
-	fmt.Fprintln(os.Stderr, "helper: run:", err)
-	return 4
-}
-
-// inProcess cancels Run wherever it is: mid-publish, waiting for acks,
-// mid-checkpoint.
-type inProcess struct {
-	r    *replication.Replicator
-	from replication.Position
-	rn   *sinktest.Run
-}
-
-func (c *inProcess) Start(t *testing.T) { c.rn = sinktest.StartRun(t, c.r, c.from, 1, "inproc") }
-func (c *inProcess) Crash(t *testing.T) {
-	if err := c.rn.Stop(); err != nil {
-		t.Fatalf("Run failed before the crash: %v", err)
-	}
-}
 
 // checkExactlyOnce reads the stream and checks that the load's txns
 // transactions are each there once: by message id (no id twice), by
@@ -135,14 +87,14 @@ func TestExactlyOnceAcrossCrashes(t *testing.T) {
 			var c crashload.Crasher
 			switch mode {
 			case "cancel":
-				c = &inProcess{r: r, from: from}
+				c = &sinktest.InProcess{R: r, From: from}
 			case "sigkill":
 				out, err := os.CreateTemp(t.TempDir(), "helper-*.log")
 				if err != nil {
 					t.Fatal(err)
 				}
-				c = &crashload.Subprocess{Env: helperEnv, Out: out, Spec: helperSpec{Task: cfg.Task, Source: cfg.Source, Include: cfg.Include,
-					BatchRows: cfg.BatchRows, NATS: nc, From: from, Epoch: 1, Owner: "child"}}
+				c = &crashload.Subprocess{Env: helperEnv, Out: out, Spec: sinktest.ChildSpec[Config]{Task: cfg.Task, Source: cfg.Source, Include: cfg.Include,
+					BatchRows: cfg.BatchRows, Sink: nc, From: from, Epoch: 1, Owner: "child"}}
 			}
 			load := crashload.Start(t, source, db, 1500)
 			dupsBefore := Duplicates()

@@ -24,7 +24,7 @@ var shared *sinktest.Source
 
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
-		os.Exit(helperMain())
+		os.Exit(sinktest.ChildMain(helperEnv, func(c Config) replication.Sink { return New(c) }))
 	}
 	shared = sinktest.LaunchSource("natssink-test-")
 	code := m.Run()
