@@ -106,7 +106,7 @@ func (s sink) DryRun(ctx context.Context, env replication.SinkEnv) []replication
 		checks = append(checks, c)
 	}
 	if env.Snapshot {
-		add("target snapshot", fmt.Errorf("Kafka target: %w", replication.ErrSnapshotUnsupported), "")
+		add("target snapshot", fmt.Errorf("a Kafka target: %w", replication.ErrSnapshotUnsupported), "")
 		return checks
 	}
 	cfg, err := s.cfg.withDefaults()
@@ -516,12 +516,11 @@ type run struct {
 	mu      sync.Mutex
 	failure error // the first record the broker refused
 
-	inTxn   bool                 // a Kafka transaction is open
-	txn     replication.Position // start of the source transaction being produced
-	index   int                  // next event index in it
-	buf     []byte
-	key     []byte
-	headers []kgo.RecordHeader
+	inTxn bool                 // a Kafka transaction is open
+	txn   replication.Position // start of the source transaction being produced
+	index int                  // next event index in it
+	buf   []byte
+	key   []byte
 
 	batch  replication.EventBatch
 	closed bool
