@@ -64,7 +64,8 @@ func startChild(t *testing.T, c childConfig) *exec.Cmd {
 
 // TestMasterKilledMidRun kills -9 the master of a run while its command
 // runs: another scheduler takes the run over, and its result says
-// attempt 2.
+// attempt 2 (or later, if a loaded machine let another session expire),
+// each attempt having run once.
 func TestMasterKilledMidRun(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, connect string) {
 		dir := t.TempDir()
@@ -115,12 +116,18 @@ func TestMasterKilledMidRun(t *testing.T) {
 			r = got
 			return nil
 		})
-		if r.Status != Succeeded || r.Attempt != 2 || r.Host == master.Host {
-			t.Errorf("result %+v: want succeeded at attempt 2 on a scheduler other than %s", r, master.Host)
+		// Attempt 2 is the takeover. A machine loaded enough to let a
+		// live scheduler's session expire makes more; each attempt still
+		// runs once, and the result counts them.
+		if r.Status != Succeeded || r.Attempt < 2 || r.Host == master.Host {
+			t.Errorf("result %+v: want succeeded at attempt 2 or later on a scheduler other than %s", r, master.Host)
 		}
-		want := []string{key + "_1", key + "_2"}
+		var want []string
+		for a := 1; a <= r.Attempt; a++ {
+			want = append(want, fmt.Sprintf("%s_%d", key, a))
+		}
 		if got := lines(t, out); strings.Join(got, " ") != strings.Join(want, " ") {
-			t.Errorf("effects %q, want %q", got, want)
+			t.Errorf("effects %q, want %q: each attempt once, up to the result's", got, want)
 		}
 	})
 }

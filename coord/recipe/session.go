@@ -227,7 +227,10 @@ func Dial(ctx context.Context, connect string, opts Options) (*Session, error) {
 		_, _, err = s.awaitSession(ctx)
 	}
 	if err == nil && root != "" {
-		err = s.ensureServerPath(ctx, root, zk.FlagPersistent)
+		// A connection lost here (a loaded machine, a server restarting)
+		// is retried like any call's, within ctx: a first connection that
+		// blinks must not fail the whole dial.
+		err = s.Retry(ctx, func() error { return s.ensureServerPath(ctx, root, zk.FlagPersistent) })
 	}
 	if err != nil {
 		s.Close()
