@@ -44,7 +44,7 @@ func TestBrowserJobFromTheForm(t *testing.T) {
 	// The form: a bad schedule is refused naming the field, then fixed.
 	b.allow("status of 400 (Bad Request) " + hs.URL + "/api/v1/jobs") // the refusal
 	b.run("open the jobs", chromedp.Navigate(hs.URL+"/jobs"), chromedp.WaitVisible(chromedp.CSS("#new-job")))
-	b.run("open the form", chromedp.Click(chromedp.CSS("#new-job")), chromedp.WaitVisible(chromedp.CSS("#job-form")))
+	b.clickTo("open the form", "#new-job", "/new/job", "#job-form")
 	b.run("fill the form",
 		chromedp.SetValue(chromedp.CSS("#j-name"), "echo-lines"),
 		chromedp.SetValue(chromedp.CSS("#j-schedule"), "61 3 * * *"),
@@ -56,8 +56,8 @@ func TestBrowserJobFromTheForm(t *testing.T) {
 	)
 	b.waitContains("#flash", `job "echo-lines": schedule: "61 3 * * *"`)
 	b.shot("job-form")
-	b.run("fix the schedule", chromedp.SetValue(chromedp.CSS("#j-schedule"), "0 3 * * *"), chromedp.Click(chromedp.CSS("#save-job")),
-		chromedp.WaitVisible(chromedp.CSS("#job-run")))
+	b.run("fix the schedule", chromedp.SetValue(chromedp.CSS("#j-schedule"), "0 3 * * *"))
+	b.clickTo("save", "#save-job", "/jobs/echo-lines", "#job-run")
 	jobs := scheduler.NewAdmin(s)
 	stored, err := jobs.LoadJob(ctx, "echo-lines")
 	if err != nil || stored.Command != "/bin/sh" || len(stored.Args) != 2 || stored.Args[1] != `printf "line one\nline two\n"` || stored.Env["API_TOKEN"] != "tok-secret" || stored.Timeout.D() != time.Minute {
@@ -106,7 +106,7 @@ func TestBrowserJobFromTheForm(t *testing.T) {
 		t.Errorf("a succeeded run's cell is %s, want the ok green", colour)
 	}
 	b.shot("run-grid")
-	b.run("open the run from the grid", chromedp.Click(chromedp.CSS(cell)), chromedp.WaitVisible(chromedp.CSS("#runs")))
+	b.clickTo("open the run from the grid", cell, "/jobs/echo-lines", "#runs")
 	if at := browserValue(b, "the run opened", chromedp.Evaluate[string](`location.pathname + " " + decodeURIComponent(location.hash)`)); at != "/jobs/echo-lines #run-"+key {
 		t.Errorf("the grid's cell opened %q", at)
 	}
@@ -125,15 +125,15 @@ func TestBrowserJobFromTheForm(t *testing.T) {
 	b.run("back to a desktop window", chromedp.EmulateViewport(1280, 900), chromedp.Navigate(hs.URL+"/jobs/echo-lines"), chromedp.WaitVisible(chromedp.CSS("#job-edit")))
 
 	// Edit the schedule: the environment value shows as *** and is kept.
-	b.run("edit", chromedp.Click(chromedp.CSS("#job-edit")), chromedp.WaitVisible(chromedp.CSS("#job-form")))
+	b.clickTo("edit", "#job-edit", "/jobs/echo-lines/edit", "#job-form")
 	if env := browserValue(b, "read the env", chromedp.Evaluate[string](`document.getElementById("j-env").value`)); env != "API_TOKEN=***" {
 		t.Errorf("the edit form's environment reads %q", env)
 	}
 	if html := browserValue(b, "read the form", chromedp.Evaluate[string](`document.documentElement.outerHTML`)); strings.Contains(html, "tok-secret") {
 		t.Error("the edit form holds the environment value in clear")
 	}
-	b.run("change the schedule", chromedp.SetValue(chromedp.CSS("#j-schedule"), "30 4 * * *"), chromedp.Click(chromedp.CSS("#save-job")),
-		chromedp.WaitVisible(chromedp.CSS("#job-run")))
+	b.run("change the schedule", chromedp.SetValue(chromedp.CSS("#j-schedule"), "30 4 * * *"))
+	b.clickTo("save", "#save-job", "/jobs/echo-lines", "#job-run")
 	b.waitText("#job-schedule", "30 4 * * *")
 	if stored, err := jobs.LoadJob(ctx, "echo-lines"); err != nil || stored.Schedule != "30 4 * * *" || stored.Env["API_TOKEN"] != "tok-secret" {
 		t.Fatalf("stored after the edit: %+v, %v", stored, err)
@@ -144,7 +144,7 @@ func TestBrowserJobFromTheForm(t *testing.T) {
 		t.Errorf("the deletion asks %q", q)
 	}
 	b.acceptConfirm()
-	b.run("delete", chromedp.Click(chromedp.CSS("#job-delete")), chromedp.WaitVisible(chromedp.CSS("#jobs")))
+	b.clickTo("delete", "#job-delete", "/jobs", "#jobs")
 	b.waitGone(`#jobs tr[data-key="echo-lines"]`)
 	b.waitGone(`#run-grid tr[data-key="echo-lines"]`)
 	if _, err := jobs.LoadJob(ctx, "echo-lines"); !errors.Is(err, scheduler.ErrNoSuchJob) {

@@ -53,7 +53,7 @@ func TestBrowserEventTargets(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#f-nats-stream"), "orders"),
 	)
 	b.shot("task-form-nats")
-	b.run("create", chromedp.Click(chromedp.CSS("#save-task")), chromedp.WaitVisible(chromedp.CSS("#task-state")))
+	b.clickTo("create", "#save-task", "/tasks/orders-bus", "#task-state")
 	ts, err := tasks.Task(ctx, "orders-bus")
 	if err != nil || ts.Spec == nil || ts.Spec.Target.Kind != core.TargetNATS || ts.Spec.Target.URL != "nats://127.0.0.1:4222" || ts.Spec.Target.Stream != "orders" || ts.Spec.Target.Host != "" {
 		t.Fatalf("stored nats task: %+v, %v", ts.Spec, err)
@@ -72,7 +72,7 @@ func TestBrowserEventTargets(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS("#f-kafka-brokers"), "127.0.0.1:9092\n127.0.0.2:9092"),
 		chromedp.SetValue(chromedp.CSS("#f-kafka-format"), "canal"),
 	)
-	b.run("create", chromedp.Click(chromedp.CSS("#save-task")), chromedp.WaitVisible(chromedp.CSS("#task-state")))
+	b.clickTo("create", "#save-task", "/tasks/orders-kafka", "#task-state")
 	ts, err = tasks.Task(ctx, "orders-kafka")
 	if err != nil || ts.Spec == nil || ts.Spec.Target.Kind != core.TargetKafka || strings.Join(ts.Spec.Target.Brokers, ",") != "127.0.0.1:9092,127.0.0.2:9092" || ts.Spec.Target.Format != "canal" {
 		t.Fatalf("stored kafka task: %+v, %v", ts.Spec, err)

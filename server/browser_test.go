@@ -128,7 +128,7 @@ func TestBrowserOperatorJourney(t *testing.T) {
 		}
 	}
 	b.shot("task-form")
-	b.run("create", chromedp.Click(chromedp.CSS("#save-task")), chromedp.WaitVisible(chromedp.CSS("#task-state")))
+	b.clickTo("create", "#save-task", "/tasks/orders", "#task-state")
 
 	// The task page turns RUNNING by itself: the page is not reloaded
 	// (a marker set on it survives).
@@ -401,6 +401,29 @@ func (b *browser) run(what string, steps ...chromedp.Action[chromedp.Void]) {
 	browserValue(b, what, chromedp.Steps(steps...))
 }
 
+// clickTo clicks sel, which opens the page at path (a link, or a script
+// that sets the location), then waits for that page to have loaded and
+// to show want. Waiting for want alone is not enough: chromedp may find
+// want in the new document while it still resolves the next query's
+// node in the old one ("Could not find node with given id").
+func (b *browser) clickTo(what, sel, path, want string) {
+	b.t.Helper()
+	b.run(what, chromedp.Click(chromedp.CSS(sel)))
+	coordtest.WaitFor(b.t, 60*time.Second, what+": "+path+" loaded", func() error {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer cancel()
+		at, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname + " " + document.readyState`))
+		if err != nil { // the old document went away mid-evaluation
+			return err
+		}
+		if at != path+" complete" {
+			return fmt.Errorf("at %q", at)
+		}
+		return nil
+	})
+	b.run(what+": "+want, chromedp.WaitVisible(chromedp.CSS(want)))
+}
+
 // browserValue runs one action and returns its value; a failure ends the
 // test with the page's text.
 func browserValue[T any](b *browser, what string, a chromedp.Action[T]) T {
@@ -605,7 +628,7 @@ func TestBrowserAlerts(t *testing.T) {
 	b.waitContains("#task-alerts", "task orders instance core1 is FAILED: target refused the row: duplicate key")
 	b.shot("task-alert")
 
-	b.run("follow the banner", chromedp.Click(chromedp.CSS("#alert-banner a")), chromedp.WaitVisible(chromedp.CSS("#alerts")))
+	b.clickTo("follow the banner", "#alert-banner a", "/alerts", "#alerts")
 	page := browserValue(b, "read the alerts", chromedp.Text(chromedp.CSS("#alerts")))
 	for _, want := range []string{"critical", "firing", "TaskFailed", "task=orders", "shepherd ctl task start orders", "ago"} {
 		if !strings.Contains(page, want) {
