@@ -621,11 +621,17 @@ func TestBrowserAlerts(t *testing.T) {
 	const banner = "1 critical alert firing: TaskFailed task=orders"
 	b.waitContains("#alert-banner", banner)
 	b.run("see the banner", chromedp.WaitVisible(chromedp.CSS("#alert-banner")))
+	// The task page's own alerts follow, as the banner does.
+	b.waitContains("#task-alerts", "task orders instance core1 is FAILED: target refused the row: duplicate key")
 	if !browserValue(b, "check no reload", chromedp.Evaluate[bool](`window.__notReloaded === true`)) {
-		t.Fatal("the page was reloaded to show the banner")
+		t.Fatal("the page was reloaded to show the banner and the task's alert")
 	}
+	live := browserValue(b, "read the live list", chromedp.Text(chromedp.CSS("#task-alerts")))
 	b.run("reload the task", chromedp.Navigate(hs.URL+"/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#task-alerts")))
 	b.waitContains("#task-alerts", "task orders instance core1 is FAILED: target refused the row: duplicate key")
+	if served := browserValue(b, "read the served list", chromedp.Text(chromedp.CSS("#task-alerts"))); served != live {
+		t.Errorf("the task's alerts read, live:\n%s\nand as served:\n%s", live, served)
+	}
 	b.shot("task-alert")
 
 	b.clickTo("follow the banner", "#alert-banner a", "/alerts", "#alerts")

@@ -637,6 +637,49 @@ function tintStates() {
   }
 }
 
+// refreshOwnAlerts keeps a task or job page's own alerts as the monitor
+// has them: the list the server renders (template "ownalerts"), rebuilt
+// from GET /api/v1/alerts as text nodes.
+async function refreshOwnAlerts() {
+  const sec = document.querySelector("section.own-alerts[data-label]");
+  const body = sec && sec.querySelector(".own-body");
+  if (!body) return;
+  let board;
+  try {
+    ({data: board} = await api("GET", "/api/v1/alerts"));
+  } catch (e) {
+    return; // the next event tries again
+  }
+  const own = (board.alerts || []).filter((a) => a.state === "firing" && a.labels && a.labels[sec.dataset.label] === sec.dataset.name);
+  const sig = JSON.stringify([own, board.error || "", board.monitor || ""]);
+  if (body.dataset.sig === sig) return;
+  body.dataset.sig = sig;
+  const text = (tag, s, cls) => { const el = document.createElement(tag); el.textContent = s; if (cls) el.className = cls; return el; };
+  const out = [];
+  if (own.length) {
+    const ul = document.createElement("ul");
+    for (const a of own) {
+      const li = document.createElement("li");
+      li.className = "sev-" + a.severity;
+      li.append(text("strong", a.severity), " " + a.rule + ": " + a.summary);
+      if (a.fix) li.append(" — ", text("em", a.fix));
+      const at = a.firedAt && !a.firedAt.startsWith("0001") ? a.firedAt : a.since;
+      li.append(" · firing since " + utc(at) + (a.silenced || a.silencedBy ? " · silenced" : ""));
+      ul.append(li);
+    }
+    const p = document.createElement("p");
+    const link = text("a", "All alerts and silences");
+    link.href = "/alerts";
+    p.append(link);
+    out.push(ul, p);
+  } else if (board.error) {
+    out.push(text("p", "Alerts could not be read: " + board.error, "err"));
+  } else {
+    out.push(text("p", "No alert firing" + (board.monitor ? "" : " (no monitor has evaluated yet)") + ".", "hint"));
+  }
+  body.replaceChildren(...out);
+}
+
 // showBanner shows the critical-alert banner the server worded, or hides
 // it when there is none.
 function showBanner(a) {
@@ -701,6 +744,7 @@ function liveUpdates() {
       setField("collector", c.name, "lines", c.lines);
     }
     showBanner(s.alerts);
+    refreshOwnAlerts();
     tintStates();
     refreshTables().then(tintStates);
     document.dispatchEvent(new CustomEvent("shepherd:snapshot")); // plots.js
