@@ -18,7 +18,7 @@ import (
 // ENUM, SET, CHAR, VARCHAR, BINARY, VARBINARY, BLOB, TEXT (and so
 // MariaDB's JSON), DATE, and the fractional-second DATETIME, TIMESTAMP
 // and TIME — into exactly the values go-mysql's RowsEvent.Decode gives
-// with the syncer's options (newSyncer): the same Go types, the same
+// with the syncer's options (syncerConfig): the same Go types, the same
 // contents, strings and BLOBs pointing into the event as go-mysql's do.
 // What it saves is allocations: go-mysql boxes every value on its own,
 // formats temporal values with fmt, builds DECIMAL text through a
