@@ -59,6 +59,8 @@ import (
 //
 // SHEPHERD_BENCH_BATCH_ROWS sets the replicator's Config.BatchRows (1:
 // every source transaction committed on its own).
+// SHEPHERD_BENCH_DECODER=go-mysql decodes rows with go-mysql alone, not
+// the fast path for common column types (rowdecode.go), to compare.
 //
 // Metrics, medians over the rounds: rows/s of each applier, the
 // replicator's ratio to each native mode (median of the per-round ratios;
@@ -247,6 +249,13 @@ func benchPair(b *testing.B, source *testpeer.MariaDB, task string, s benchSetup
 	cfg := Config{Task: task, Source: endpoint(source), Target: endpoint(target), Include: []string{benchDB},
 		BatchRows: envInt(b, "SHEPHERD_BENCH_BATCH_ROWS", DefaultBatchRows),
 		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	switch d := os.Getenv("SHEPHERD_BENCH_DECODER"); d {
+	case "go-mysql":
+		cfg.goMySQLRows = true
+	case "", "fast":
+	default:
+		b.Fatalf("SHEPHERD_BENCH_DECODER=%q: want fast (the default) or go-mysql", d)
+	}
 	return target, native, openReplicator(b, cfg)
 }
 

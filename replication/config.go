@@ -106,6 +106,10 @@ type Config struct {
 	// prepChunkRows overrides the rows of a prepared REPLACE
 	// (prepChunkRows), for tests that want every path taken often.
 	prepChunkRows int
+	// goMySQLRows decodes every rows event with go-mysql alone, not the
+	// fast path for common column types (rowdecode.go), for tests and
+	// benchmarks that compare the two.
+	goMySQLRows bool
 	// HeartbeatPeriod is how often an idle source sends a heartbeat; a
 	// source silent for several periods counts as lost.
 	HeartbeatPeriod time.Duration

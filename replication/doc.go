@@ -17,9 +17,17 @@
 //
 // A reader (go-mysql's BinlogSyncer, registered on the source as a replica
 // with its own server id) turns the binary log into source transactions:
-// the row images of replicated tables, or one DDL statement. An applier
-// writes each transaction into the target through one connection, in
-// order:
+// the row images of replicated tables, or one DDL statement. The row
+// images of tables whose columns are all of common types (integers,
+// YEAR, DECIMAL, FLOAT, DOUBLE, BIT, ENUM, SET, character and binary
+// strings, BLOB and TEXT, DATE and the fractional DATETIME, TIMESTAMP and
+// TIME) are decoded by rowdecode.go, as the syncer's RowsEventDecodeFunc,
+// into exactly the values go-mysql's decoder gives but with a few
+// allocations per event rather than several per row; any other event
+// (other types or metadata, MySQL's binary JSON, MariaDB's compressed
+// events, a body that does not parse) is decoded by go-mysql, whole.
+// An applier writes each transaction into the target through one
+// connection, in order:
 //
 //   - rows of a table with a primary key (or a unique key of NOT NULL
 //     columns) become REPLACE for inserts and updates and DELETE … IN for
@@ -181,7 +189,9 @@
 // returns; the applier owns the goroutine of the packet in flight and
 // waits for it before it uses the connection otherwise or returns. There
 // is no lock ordering: the reader and the applier share only a channel
-// and two atomics, the applier and its packet goroutine a channel.
+// and two atomics, the applier and its packet goroutine a channel. The
+// row decoder runs on go-mysql's goroutines and keeps nothing between
+// events but two atomic counters.
 //
 // This package must not import the coordination client; fencing against
 // other owners is done in the target database, where the data is.

@@ -11,10 +11,11 @@ import (
 
 // TestApplyPathsEquivalent applies one randomized binlog through every
 // apply path — each source transaction committed on its own (BatchRows
-// 1), the default batches, and small batches of transactions streamed in
-// pieces — and compares each copy with the source row by row. The binlog
-// is seeded and bounded (some 600 transactions, a few thousand row
-// changes): inserts, upserts, updates of values and of keys (several rows
+// 1), the default batches, small batches of transactions streamed in
+// pieces, prepared statements, and rows decoded by go-mysql alone rather
+// than the fast path — and compares each copy with the source row by
+// row. The binlog is seeded and bounded (some 600 transactions, a few
+// thousand row changes): inserts, upserts, updates of values and of keys (several rows
 // of one statement at once, keys moved onto keys just freed), deletes and
 // re-inserts of the same key in one transaction, NULLs, most types, a
 // unique secondary key, case-insensitive and composite keys, a keyless
@@ -24,14 +25,18 @@ func TestApplyPathsEquivalent(t *testing.T) {
 	modes := []struct {
 		name                 string
 		batchRows, maxTxnRow int
-		chunkRows            int // rows of a prepared REPLACE; 0: the default
+		chunkRows            int  // rows of a prepared REPLACE; 0: the default
+		goMySQLRows          bool // rows decoded by go-mysql alone
 	}{
-		{"txn", 1, DefaultMaxTxnRows, 0},
-		{"batch", DefaultBatchRows, DefaultMaxTxnRows, 0},
-		{"stream", 300, 5, 0},
+		{"txn", 1, DefaultMaxTxnRows, 0, false},
+		{"batch", DefaultBatchRows, DefaultMaxTxnRows, 0, false},
+		{"stream", 300, 5, 0, false},
 		// Most REPLACEs through prepared statements of 3 rows, the rest
 		// as text; the statements re-prepared after every DDL.
-		{"prepared", DefaultBatchRows, DefaultMaxTxnRows, 3},
+		{"prepared", DefaultBatchRows, DefaultMaxTxnRows, 3, false},
+		// The other modes decode rows with the fast path (rowdecode.go);
+		// this one with go-mysql's decoder only.
+		{"gomysql", DefaultBatchRows, DefaultMaxTxnRows, 0, true},
 	}
 	dbs := []string{"rt_eq"}
 	for _, m := range modes {
@@ -49,11 +54,15 @@ func TestApplyPathsEquivalent(t *testing.T) {
 			cfg := newConfig(t, source, target, "rt_eq")
 			cfg.Routes = []Route{{FromDB: "rt_eq", ToDB: "rt_eq_" + m.name}}
 			cfg.BatchRows, cfg.MaxTxnRows, cfg.prepChunkRows = m.batchRows, m.maxTxnRow, m.chunkRows
+			cfg.goMySQLRows = m.goMySQLRows
 			r := openReplicator(t, cfg)
 			rn := startRun(t, r, from, 1, "test")
 			waitCaughtUp(t, r, source, rn)
 			if err := rn.stop(); err != nil {
 				t.Fatalf("Run: %v", err)
+			}
+			if ours := r.rowDec.ours.Load(); m.goMySQLRows != (ours == 0) {
+				t.Errorf("the fast path decoded %d rows events (go-mysql %d)", ours, r.rowDec.theirs.Load())
 			}
 			assertSameData(t, source, target, "rt_eq", "rt_eq_"+m.name)
 		})

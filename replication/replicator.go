@@ -29,6 +29,10 @@ type Replicator struct {
 	sink   OpenSink // where rows go, and the checkpoint
 	env    SinkEnv
 
+	// rowDec decodes rows events for every syncer of this replicator
+	// and counts what it decoded.
+	rowDec *rowDecoder
+
 	running atomic.Bool
 	closeMu sync.Mutex
 	closed  bool
@@ -61,6 +65,7 @@ func open(ctx context.Context, cfg Config) (*Replicator, error) {
 		cfg:    cfg,
 		log:    cfg.Logger.With("task", cfg.Task),
 		filter: f,
+		rowDec: newRowDecoder(syncerLocation),
 	}
 	r.env = SinkEnv{Task: cfg.Task, Log: r.log, BatchRows: cfg.BatchRows, Snapshot: cfg.Snapshot.Enabled, filter: f, rawLog: cfg.Logger}
 	if r.source, err = openDB(cfg.Source, 2, false, cfg.Logger); err != nil {
@@ -240,9 +245,14 @@ type syncer struct {
 // position it can trust after a failure (and a reconnect in the syncer's
 // goroutine would parse a handshake outside the guard).
 func (r *Replicator) newSyncer() syncer {
-	hb := r.cfg.HeartbeatPeriod
 	dial := mysqldial.NewDialer(r.cfg.Source.Addr(), r.log)
-	return syncer{dial: dial, BinlogSyncer: replication.NewBinlogSyncer(replication.BinlogSyncerConfig{
+	return syncer{dial: dial, BinlogSyncer: replication.NewBinlogSyncer(r.syncerConfig(dial))}
+}
+
+// syncerConfig is the configuration of the syncer reading through dial.
+func (r *Replicator) syncerConfig(dial *mysqldial.Dialer) replication.BinlogSyncerConfig {
+	hb := r.cfg.HeartbeatPeriod
+	return replication.BinlogSyncerConfig{
 		ServerID:                r.cfg.ServerID,
 		Flavor:                  r.flavor,
 		Host:                    r.cfg.Source.Host,
@@ -253,12 +263,27 @@ func (r *Replicator) newSyncer() syncer {
 		ReadTimeout:             3*hb + 2*time.Second,
 		DisableRetrySync:        true,
 		VerifyChecksum:          true,
-		TimestampStringLocation: time.UTC,
+		TimestampStringLocation: syncerLocation,
 		RenderJSONAsMySQLText:   true,
 		EventCacheCount:         4096,
 		Logger:                  slog.New(quietHandler{r.log.Handler()}),
 		Dialer:                  dial.Dial,
-	})}
+		RowsEventDecodeFunc:     r.rowsDecodeFunc(),
+	}
+}
+
+// syncerLocation is the syncer's TimestampStringLocation: TIMESTAMP
+// values are text in UTC, as every target session is.
+var syncerLocation = time.UTC
+
+// rowsDecodeFunc is the syncer's RowsEventDecodeFunc: the fast path for
+// common column types (rowdecode.go), or nil for go-mysql's own decoding
+// when Config.goMySQLRows asks for it.
+func (r *Replicator) rowsDecodeFunc() func(*replication.RowsEvent, []byte) error {
+	if r.cfg.goMySQLRows || r.rowDec == nil {
+		return nil
+	}
+	return r.rowDec.decode
 }
 
 // Close stops the syncer. It connects to the source to end the dump

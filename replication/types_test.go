@@ -93,6 +93,9 @@ func TestReplicateTypesDMLAndDDL(t *testing.T) {
 	if err := rn.stop(); err != nil {
 		t.Errorf("Run: %v", err)
 	}
+	if r.rowDec.ours.Load() == 0 {
+		t.Errorf("no rows event was decoded by the fast path (go-mysql: %d)", r.rowDec.theirs.Load())
+	}
 	r.Close()
 	if err := r.Run(t.Context(), cp.Position, 1, "test", nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("Run after Close returned %v, want ErrClosed", err)
