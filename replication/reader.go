@@ -41,7 +41,11 @@ type Change struct {
 // reader to the sink. A transaction larger than Config.MaxTxnRows
 // arrives as several segments; only the last has Last set and an End.
 type Segment struct {
-	Start   Position // where the source transaction starts (the previous one's end)
+	Start Position // where the source transaction starts (the previous one's end)
+	// First is where the transaction's first event is. It is Start but
+	// after a rotation: Start is then the end of the previous file, and
+	// First in the new one (what the snapshot's catch-up orders by).
+	First   Position
 	End     Position // where it ends; valid when Last
 	Last    bool
 	Changes []Change
@@ -181,7 +185,13 @@ func (rd *reader) handle(ctx context.Context, ev *replication.BinlogEvent) error
 
 // begin opens a transaction. explicit says DDL inside it does not end it.
 func (rd *reader) begin(h *replication.EventHeader, explicit bool) {
-	rd.txn = &Segment{Start: rd.pos, TS: h.Timestamp}
+	first := rd.pos
+	if rd.file != "" && h.LogPos > 0 && h.LogPos >= h.EventSize {
+		// The event's own position (LogPos is where it ends). Events
+		// inside a compressed payload have none: Start stands.
+		first.File, first.Pos = rd.file, h.LogPos-h.EventSize
+	}
+	rd.txn = &Segment{Start: rd.pos, First: first, TS: h.Timestamp}
 	rd.explicit = explicit
 	rd.txnGTID, rd.mgtid = "", nil
 }

@@ -429,7 +429,13 @@ func (c *copier) catchUp(ctx context.Context, at Position) error {
 // before reports whether seg belongs to a transaction the snapshot at
 // sees: one ending at or before it (at is between transactions).
 func (c *copier) before(seg Segment, at Position) (bool, error) {
-	p, end := seg.Start, 0
+	// A piece of a transaction is ordered by where the transaction's
+	// first event is: its Start after a rotation is the previous file's
+	// end, before a snapshot taken at the new file's first transaction.
+	p, end := seg.First, 0
+	if p.IsZero() {
+		p = seg.Start
+	}
 	if seg.Last {
 		p, end = seg.End, 1
 	}

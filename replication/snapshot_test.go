@@ -377,3 +377,29 @@ func TestSnapshotConfigValidation(t *testing.T) {
 		t.Errorf("defaults: %+v, %v", got, err)
 	}
 }
+
+// TestSnapshotOrdersPiecesByTheirFirstEvent: a piece of a large
+// transaction that began right after a rotation has the previous file's
+// end as its Start; the catch-up to a snapshot taken at the new file's
+// first transaction must not count it as before the snapshot (applying
+// it would then move the checkpoint back to the snapshot's position).
+func TestSnapshotOrdersPiecesByTheirFirstEvent(t *testing.T) {
+	c := &copier{r: &Replicator{flavor: "mariadb"}}
+	at := Position{File: "mysql-bin.000002", Pos: 385}
+	for _, tc := range []struct {
+		name   string
+		seg    Segment
+		before bool
+	}{
+		{"piece after the rotation", Segment{Start: Position{File: "mysql-bin.000001", Pos: 9000}, First: Position{File: "mysql-bin.000002", Pos: 385}}, false},
+		{"piece before the snapshot", Segment{Start: Position{File: "mysql-bin.000001", Pos: 9000}, First: Position{File: "mysql-bin.000001", Pos: 9000}}, true},
+		{"piece without First", Segment{Start: Position{File: "mysql-bin.000002", Pos: 100}}, true},
+		{"last piece ending at the snapshot", Segment{Start: Position{File: "mysql-bin.000002", Pos: 100}, End: at, Last: true}, true},
+		{"last piece ending after it", Segment{Start: at, First: at, End: Position{File: "mysql-bin.000002", Pos: 900}, Last: true}, false},
+	} {
+		got, err := c.before(tc.seg, at)
+		if err != nil || got != tc.before {
+			t.Errorf("%s: before = %v, %v; want %v", tc.name, got, err, tc.before)
+		}
+	}
+}
