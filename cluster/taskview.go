@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/shepherd-dev/shepherd/core"
@@ -73,6 +74,35 @@ func snapshotView(p *replication.SnapshotProgress, rate float64) *SnapshotView {
 		v.ETA = time.Duration(float64(left) / rate * float64(time.Second)).Round(time.Second)
 	}
 	return v
+}
+
+// Percent is how much of the estimated rows is copied, 0 to 100 (100
+// once done); -1 when there is no estimate.
+func (v *SnapshotView) Percent() float64 {
+	switch {
+	case v.Done:
+		return 100
+	case v.Estimated <= 0:
+		return -1
+	}
+	return min(100, 100*float64(v.Rows)/float64(v.Estimated))
+}
+
+// Text sums the copy up for people, as ctl and the console show it: rows
+// against the estimate, rate and time left.
+func (v *SnapshotView) Text() string {
+	if v.Done {
+		return fmt.Sprintf("done: %d rows in %d tables copied", v.Rows, len(v.Tables))
+	}
+	s := fmt.Sprintf("copying: %d of ~%d rows", v.Rows, v.Estimated)
+	if pc := v.Percent(); pc >= 0 {
+		s += fmt.Sprintf(" (%.0f%%)", pc)
+	}
+	s += fmt.Sprintf(", %.0f rows/s", v.RowsPerSecond)
+	if v.ETA > 0 {
+		s += ", about " + v.ETA.String() + " left"
+	}
+	return s
 }
 
 // PosSample is the source's position at a time, as the active monitor

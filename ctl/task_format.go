@@ -97,7 +97,7 @@ func writeTaskShow(w io.Writer, ts *core.TaskStatus, v cluster.TaskView, now tim
 	}
 	line("lag", "%s", v.LagText())
 	if sn := v.Snapshot; sn != nil {
-		line("snapshot", "%s", snapshotText(sn))
+		line("snapshot", "%s", sn.Text())
 		for _, t := range sn.Tables {
 			state := "copying"
 			switch {
@@ -180,23 +180,6 @@ func writeInstances(w io.Writer, ins []core.Instance, now time.Time) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Name, stateText(st, now), positionText(st.Position), lagText(st), rate, ago(st.Since, now), oneLine(st.Error))
 	}
 	tw.Flush()
-}
-
-// snapshotText summarises a table copy: rows against the estimate,
-// rate and time left.
-func snapshotText(sn *cluster.SnapshotView) string {
-	if sn.Done {
-		return fmt.Sprintf("done: %d rows in %d tables copied", sn.Rows, len(sn.Tables))
-	}
-	s := fmt.Sprintf("copying: %d of ~%d rows", sn.Rows, sn.Estimated)
-	if sn.Estimated > 0 {
-		s += fmt.Sprintf(" (%.0f%%)", min(100, 100*float64(sn.Rows)/float64(sn.Estimated)))
-	}
-	s += fmt.Sprintf(", %.0f rows/s", sn.RowsPerSecond)
-	if sn.ETA > 0 {
-		s += ", about " + sn.ETA.String() + " left"
-	}
-	return s
 }
 
 // targetText is a target of either kind, without its password.

@@ -41,6 +41,11 @@ type liveTask struct {
 	Error      string   `json:"error,omitempty"`
 	// Actions are the task page's actions that apply now (taskActions).
 	Actions []string `json:"actions"`
+	// Copy sums up a start: snapshot task's table copy (empty when there
+	// is none to show) and CopyPercent is its progress bar's value, 0 to
+	// 100 (-1: no estimate).
+	Copy        string  `json:"copy,omitempty"`
+	CopyPercent float64 `json:"copyPercent,omitempty"`
 }
 
 // Can reports whether the action (start, stop, handover) applies now.
@@ -120,6 +125,9 @@ func taskSummary(snap *Snapshot, ts core.TaskStatus) liveTask {
 		lt.LagSeconds = &secs
 	}
 	lt.Actions = taskActions(ts, lt)
+	if sn := v.Snapshot; sn != nil {
+		lt.Copy, lt.CopyPercent = sn.Text(), sn.Percent()
+	}
 	return lt
 }
 

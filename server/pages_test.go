@@ -17,6 +17,7 @@ import (
 	"github.com/shepherd-dev/shepherd/core"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
+	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // TestPagePatternsCompileUnderTheVFlag: every pattern attribute of the
@@ -114,4 +115,35 @@ func TestTaskPageShowsWhatApplies(t *testing.T) {
 		c.feed.Set(&snap)
 		shown(t, map[string]bool{"start": true, "stop": true, "handover": true})
 	})
+}
+
+// TestTaskPageShowsTheCopy: a start: snapshot task whose owner copies
+// tables has a progress bar and the words ctl task show has, on the page
+// and in the live summary; a task with no copy has the bar hidden.
+func TestTaskPageShowsTheCopy(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	c := startConsole(t, tg, nil)
+	c.addOrders()
+	c.refresh()
+	op := c.as("operator")
+	if _, page := op.do("GET", "/tasks/orders", nil, nil); !regexp.MustCompile(`<p id="task-copy"[^>]* hidden>`).MatchString(page) {
+		t.Errorf("a task with no copy: the copy's bar is not hidden")
+	}
+	snap := *c.feed.Latest()
+	snap.Tasks = append([]core.TaskStatus(nil), snap.Tasks...)
+	snap.Tasks[0].Instances = []core.Instance{{Name: "i1", State: core.InstanceState{State: core.StateRunning, Host: "h1", RowsPerSecond: 500,
+		Snapshot: &replication.SnapshotProgress{Rows: 250, Estimated: 1000, Tables: []replication.TableCopy{{DB: "shop", Table: "items", Rows: 250, Estimated: 1000}}}}}}
+	snap.ReadAt = time.Now().UTC()
+	c.feed.Set(&snap)
+	_, page := op.do("GET", "/tasks/orders", nil, nil)
+	const words = "copying: 250 of ~1000 rows (25%), 500 rows/s, about 2s left"
+	if !strings.Contains(page, `<progress id="task-copy-bar" max="100" value="25">`) || !strings.Contains(page, words) ||
+		regexp.MustCompile(`<p id="task-copy"[^>]* hidden>`).MatchString(page) {
+		t.Errorf("the task page's copy: want a bar at 25 and %q:\n%s", words, section(page, "task-copy"))
+	}
+	lt := taskSummary(&snap, snap.Tasks[0])
+	if lt.Copy != words || lt.CopyPercent != 25 {
+		t.Errorf("live summary copy %q %v, want %q 25", lt.Copy, lt.CopyPercent, words)
+	}
 }

@@ -719,7 +719,15 @@ function liveUpdates() {
       status.textContent = bad.length ? "live; " + bad.join("; ") : "live";
     }
     for (const t of s.tasks) {
-      for (const k of ["state", "desired", "owner", "position", "lag", "error"]) setField("task", t.name, k, t[k]);
+      for (const k of ["state", "desired", "owner", "position", "lag", "error", "copy"]) setField("task", t.name, k, t[k]);
+      // A start: snapshot task's copy: its bar and words, while there is one.
+      const copy = document.getElementById("task-copy");
+      if (copy && copy.dataset.task === t.name) {
+        copy.hidden = !t.copy;
+        const bar = document.getElementById("task-copy-bar");
+        const pc = t.copyPercent ?? 0; // omitted when 0
+        if (pc >= 0) bar.value = pc; else bar.removeAttribute("value");
+      }
       // A task page's buttons show only the actions that apply now.
       for (const b of document.querySelectorAll("[data-applies]")) {
         if (b.dataset.task === t.name) b.hidden = !(t.actions || []).includes(b.dataset.applies);
