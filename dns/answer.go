@@ -45,10 +45,13 @@ type target struct {
 	host   string // the SRV target name, ip-<address>.<name>
 }
 
-// entry is one name's served addresses.
+// entry is one name's served addresses, built once per change of the
+// name (newEntry) and shared by the tables that follow.
 type entry struct {
 	name  Name
+	fq    string // the domain, fully qualified
 	addrs []target
+	hosts map[string]target // SRV target label (ip-…) -> its address
 	// conflict: two applications registered this name.
 	conflict string
 }
@@ -60,8 +63,7 @@ type entry struct {
 type Table struct {
 	zone    string // lower-case, fully qualified
 	names   map[string]*entry
-	hosts   map[string]target // SRV target name -> its address
-	parents map[string]bool   // names with names below them (empty non-terminals)
+	parents map[string]bool // names with names below them (empty non-terminals)
 	loaded  bool
 	serial  uint32
 	// Outside counts registered names not inside the zone (not served).
@@ -70,40 +72,61 @@ type Table struct {
 	Addresses int
 }
 
+var hostReplacer = strings.NewReplacer(".", "-", ":", "-")
+
 // hostLabel is the SRV target label of ip: ip-10-0-0-1, ip-fd00--1.
-func hostLabel(ip netip.Addr) string {
-	return "ip-" + strings.NewReplacer(".", "-", ":", "-").Replace(ip.String())
+func hostLabel(ip netip.Addr) string { return "ip-" + hostReplacer.Replace(ip.String()) }
+
+// newEntry builds the entry of s's name, nil if it is outside zone.
+func newEntry(zone string, s ServiceStatus) *entry {
+	fq := mdns.Fqdn(s.Domain)
+	if !mdns.IsSubDomain(zone, fq) {
+		return nil
+	}
+	e := &entry{name: s.Name, fq: fq, hosts: map[string]target{}}
+	for _, a := range s.served() {
+		ap, err := ParseAddr(a.Addr)
+		if err != nil {
+			continue
+		}
+		label := hostLabel(ap.Addr())
+		tg := target{ip: ap.Addr(), port: ap.Port(), weight: a.Weight, meta: a.Meta, host: label + "." + fq}
+		e.addrs = append(e.addrs, tg)
+		e.hosts[label] = tg
+	}
+	return e
 }
 
 // NewTable builds the answer table of zone from the services read.
 func NewTable(zone string, services []ServiceStatus, serial uint32) *Table {
-	t := &Table{zone: mdns.CanonicalName(zone), names: map[string]*entry{}, hosts: map[string]target{}, parents: map[string]bool{}, loaded: true, serial: serial}
-	for _, s := range services {
-		fq := mdns.Fqdn(s.Domain)
-		if !mdns.IsSubDomain(t.zone, fq) {
+	zone = mdns.CanonicalName(zone)
+	entries := make([]*entry, len(services))
+	for i, s := range services {
+		entries[i] = newEntry(zone, s)
+	}
+	return tableOf(zone, entries, serial)
+}
+
+// tableOf builds a table from entries (nil: a name outside the zone),
+// sharing them: a change rebuilds the changed name's entry only.
+func tableOf(zone string, entries []*entry, serial uint32) *Table {
+	t := &Table{zone: zone, names: make(map[string]*entry, len(entries)), parents: map[string]bool{}, loaded: true, serial: serial}
+	for _, e := range entries {
+		if e == nil {
 			t.Outside++
 			continue
 		}
-		if e, ok := t.names[fq]; ok {
-			e.conflict = fmt.Sprintf("name %s is registered by applications %s and %s", s.Domain, e.name.App, s.App)
-			e.addrs = nil
+		if prev, ok := t.names[e.fq]; ok {
+			apps := []string{prev.name.App, e.name.App}
+			slices.Sort(apps)
+			t.names[e.fq] = &entry{name: prev.name, fq: e.fq, conflict: fmt.Sprintf("name %s is registered by applications %s and %s", e.name.Domain, apps[0], apps[1])}
 			continue
 		}
-		e := &entry{name: s.Name}
-		for _, a := range s.served() {
-			ap, err := ParseAddr(a.Addr)
-			if err != nil {
-				continue
-			}
-			tg := target{ip: ap.Addr(), port: ap.Port(), weight: a.Weight, meta: a.Meta, host: hostLabel(ap.Addr()) + "." + fq}
-			e.addrs = append(e.addrs, tg)
-			t.hosts[tg.host] = tg
-		}
-		t.names[fq] = e
-		for p := fq; p != t.zone; {
+		t.names[e.fq] = e
+		for p := e.fq; p != zone; {
 			i := strings.IndexByte(p, '.')
 			p = p[i+1:]
-			if p == "" {
+			if p == "" || t.parents[p] {
 				break
 			}
 			t.parents[p] = true
@@ -119,7 +142,7 @@ func NewTable(zone string, services []ServiceStatus, serial uint32) *Table {
 
 // emptyTable is the table of a cache never loaded.
 func emptyTable(zone string) *Table {
-	return &Table{zone: mdns.CanonicalName(zone), names: map[string]*entry{}, hosts: map[string]target{}, parents: map[string]bool{}}
+	return &Table{zone: mdns.CanonicalName(zone), names: map[string]*entry{}, parents: map[string]bool{}}
 }
 
 // Loaded reports whether the table was read from the tree.
@@ -168,11 +191,15 @@ func (an *Answerer) Answer(t *Table, q mdns.Question) (rcode int, answer, extra,
 		}
 		return mdns.RcodeSuccess, answer, extra, nil
 	}
-	if h, ok := t.hosts[qname]; ok {
-		if rr := addressRR(q.Name, h.ip, q.Qtype, ttl); rr != nil {
-			return mdns.RcodeSuccess, []mdns.RR{rr}, nil, nil
+	if label, parent, ok := strings.Cut(qname, "."); ok && strings.HasPrefix(label, "ip-") {
+		if e, ok := t.names[parent]; ok && e.conflict == "" {
+			if h, ok := e.hosts[label]; ok {
+				if rr := addressRR(q.Name, h.ip, q.Qtype, ttl); rr != nil {
+					return mdns.RcodeSuccess, []mdns.RR{rr}, nil, nil
+				}
+				return mdns.RcodeSuccess, nil, nil, soa
+			}
 		}
-		return mdns.RcodeSuccess, nil, nil, soa
 	}
 	if qname == t.zone {
 		if q.Qtype == mdns.TypeSOA {
@@ -242,6 +269,9 @@ func pickWeighted(ts []target, intn func(int) int) target {
 	total := 0
 	for _, t := range ts {
 		total += t.weight
+	}
+	if total <= 0 {
+		return ts[0]
 	}
 	n := intn(total)
 	for _, t := range ts {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	mdns "github.com/miekg/dns"
+
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 )
 
@@ -42,6 +44,7 @@ type CacheOptions struct {
 type Cache struct {
 	s    *recipe.Session
 	opts CacheOptions
+	zone string // canonical
 	log  *slog.Logger
 
 	table  atomic.Pointer[Table]
@@ -64,6 +67,7 @@ type Cache struct {
 type domainCache struct {
 	state  *readState
 	status ServiceStatus
+	entry  *entry // its answers; nil outside the zone
 }
 
 // NewCache returns a Cache of the registry on s; Run fills it.
@@ -77,7 +81,7 @@ func NewCache(s *recipe.Session, opts CacheOptions) *Cache {
 	if opts.retryDelay <= 0 {
 		opts.retryDelay = time.Second
 	}
-	c := &Cache{s: s, opts: opts, log: opts.Logger, kick: make(chan struct{}, 1), changed: make(chan struct{}),
+	c := &Cache{s: s, opts: opts, zone: mdns.CanonicalName(opts.Zone), log: opts.Logger, kick: make(chan struct{}, 1), changed: make(chan struct{}),
 		dirty: map[Name]map[string]bool{}, domains: map[Name]*domainCache{}, dirtyNames: true}
 	c.table.Store(emptyTable(opts.Zone))
 	c.stale.Store(true)
@@ -275,7 +279,7 @@ func (c *Cache) refresh(ctx context.Context, w *watchSet) error {
 			}
 		}
 		c.mu.Lock()
-		c.domains[n] = &domainCache{state: next, status: st}
+		c.domains[n] = &domainCache{state: next, status: st, entry: newEntry(c.zone, st)}
 		delete(dirty, n)
 		c.mu.Unlock()
 	}
@@ -301,13 +305,16 @@ func refusedBefore(prev ServiceStatus, a AddressStatus) bool {
 	return false
 }
 
-// publish builds the table of the current statuses and makes it current.
+// publish builds the table of the current entries and makes it current.
 func (c *Cache) publish() {
 	c.mu.Lock()
-	services := c.servicesLocked()
+	entries := make([]*entry, 0, len(c.domains))
+	for _, dc := range c.domains {
+		entries = append(entries, dc.entry)
+	}
 	c.mu.Unlock()
 	n := c.loads.Add(1)
-	t := NewTable(c.opts.Zone, services, uint32(n))
+	t := tableOf(c.zone, entries, uint32(n))
 	c.table.Store(t)
 	c.changedMu.Lock()
 	close(c.changed)

@@ -141,19 +141,47 @@ func readDomain(ctx context.Context, s *recipe.Session, n Name, prev *readState,
 		}
 	}
 	if heartbeats {
-		for a, pr := range next.providers {
-			if pr.ephemeral {
-				continue
-			}
-			ok, st, err := s.Retrying().Exists(ctx, path.Join(n.dir(dirHeartbeats), a))
-			if err != nil {
-				return d, prev, fmt.Errorf("dns: read %s: heartbeat of %s: %w", n, a, err)
-			}
-			if ok {
-				pr.hbKnown, pr.hbAge = true, now.Sub(time.UnixMilli(st.Mtime))
-				next.providers[a] = pr
-			}
+		if err := readHeartbeats(ctx, s, n, next.providers, now); err != nil {
+			return d, prev, err
 		}
 	}
 	return d, next, nil
+}
+
+// readHeartbeats sets the heartbeat age, against now, of each
+// heartbeat-registered provider in provs; the reads are pipelined.
+func readHeartbeats(ctx context.Context, s *recipe.Session, n Name, provs map[string]providerRead, now time.Time) error {
+	var addrs []string
+	for a, pr := range provs {
+		if !pr.ephemeral {
+			addrs = append(addrs, a)
+		}
+	}
+	stats := make([]*zk.Stat, len(addrs))
+	errs := make([]error, len(addrs))
+	sem := make(chan struct{}, maxReadsInFlight)
+	var wg sync.WaitGroup
+	for i, a := range addrs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var ok bool
+			ok, stats[i], errs[i] = s.Retrying().Exists(ctx, path.Join(n.dir(dirHeartbeats), a))
+			if !ok {
+				stats[i] = nil
+			}
+		})
+	}
+	wg.Wait()
+	for i, a := range addrs {
+		if errs[i] != nil {
+			return fmt.Errorf("dns: read %s: heartbeat of %s: %w", n, a, errs[i])
+		}
+		if st := stats[i]; st != nil {
+			pr := provs[a]
+			pr.hbKnown, pr.hbAge = true, now.Sub(time.UnixMilli(st.Mtime))
+			provs[a] = pr
+		}
+	}
+	return nil
 }
