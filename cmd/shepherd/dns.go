@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -32,7 +33,7 @@ unhealthy after --ttl without a heartbeat or after failed checks, and healthy ag
 				&cli.StringFlag{Name: "listen", Value: dns.DefaultListen, Usage: "UDP and TCP address of the DNS server"},
 				&cli.StringFlag{Name: "zone", Usage: "the zone answered for, e.g. svc.example. (required); names outside it are REFUSED"},
 				&cli.StringFlag{Name: "strategy", Value: string(dns.All), Usage: "A/AAAA answers: all (every address, shuffled), weighted (one, by weight) or one (one, round robin)"},
-				&cli.DurationFlag{Name: "ttl", Value: dns.DefaultTTL, Usage: "TTL of every record (0s to 1h)"},
+				&cli.DurationFlag{Name: "ttl", Value: dns.DefaultTTL, Usage: "TTL of every record and of negative answers (1s to 1h)"},
 				&cli.DurationFlag{Name: "resync", Value: dns.DefaultResync, Usage: "how often every registration is read again even without a change"},
 				&cli.BoolFlag{Name: "scan", Value: true, Usage: "contend in the election of the scanner"},
 				&cli.DurationFlag{Name: "scan-interval", Value: dns.DefaultScanInterval, Usage: "time between the scanner's rounds"},
@@ -60,6 +61,9 @@ func setupDNS(c *cli.Context, log *slog.Logger) (starter, error) {
 	}
 	if c.String("zone") == "" {
 		return nil, errors.New("--zone: required: the zone answered for, e.g. svc.example.")
+	}
+	if ttl := c.Duration("ttl"); ttl < time.Second || ttl > time.Hour {
+		return nil, fmt.Errorf("--ttl %v: want 1s to 1h", ttl)
 	}
 	if c.Int("fail-after") < 1 {
 		return nil, fmt.Errorf("--fail-after %d: must be at least 1", c.Int("fail-after"))

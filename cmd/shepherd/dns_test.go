@@ -25,6 +25,7 @@ func TestDNSFlagErrors(t *testing.T) {
 		{nil, "--zone: required"},
 		{[]string{"--zone", "svc.example.", "--strategy", "random"}, `--strategy: dns: strategy "random"`},
 		{[]string{"--zone", "svc.example.", "--fail-after", "0"}, "--fail-after 0"},
+		{[]string{"--zone", "svc.example.", "--ttl", "0s"}, "--ttl 0s: want 1s to 1h"},
 	} {
 		app := &cli.App{Name: "shepherd", Commands: []*cli.Command{roleCommand(dnsRole())}, Writer: os.Stderr}
 		err := app.Run(append([]string{"shepherd", "dns", "--zk", "127.0.0.1:1"}, tc.args...))
