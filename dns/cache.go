@@ -180,6 +180,7 @@ func (c *Cache) Run(ctx context.Context) error {
 	resync := time.NewTicker(c.opts.Resync)
 	defer resync.Stop()
 	var retry <-chan time.Time
+	lastErr := "" // the failure last logged: one line per new reason, not per retry
 	for {
 		select {
 		case <-ctx.Done():
@@ -191,15 +192,19 @@ func (c *Cache) Run(ctx context.Context) error {
 		case <-retry:
 			retry = nil
 		}
-		if err := c.refresh(ctx, w); err != nil {
-			if ctx.Err() != nil {
-				return nil
+		err := c.refresh(ctx, w)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			if err.Error() != lastErr {
+				c.log.Warn("cannot read the service registry; serving the cached names, stale", "err", err, "age", c.Age().Round(time.Millisecond))
+				lastErr = err.Error()
 			}
-			c.log.Warn("cannot read the service registry; serving the cached names", "err", err, "stale_for", c.Age().Round(time.Millisecond))
-			if !c.stale.Swap(true) {
-				c.log.Warn("DNS cache is stale")
-			}
+			c.stale.Store(true)
 			retry = time.After(c.opts.retryDelay)
+		default:
+			lastErr = ""
 		}
 	}
 }
