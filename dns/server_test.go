@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -230,7 +232,8 @@ func TestScannerClock(t *testing.T) {
 }
 
 // TestActiveCheck: an address whose TCP check fails twice is not served
-// until its check passes again.
+// until its check passes again; one whose HTTP check answers 503 is not
+// served until it answers 200.
 func TestActiveCheck(t *testing.T) {
 	onEachTarget(t, func(t *testing.T, connect string) {
 		ctx := coordtest.Context(t, waitLong)
@@ -247,8 +250,26 @@ func TestActiveCheck(t *testing.T) {
 		if _, err := Register(ctx, s, n, r); err != nil {
 			t.Fatal(err)
 		}
+		// An HTTP check of /healthz, answered 503 until the test says.
+		var healthy atomic.Bool
+		web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/healthz" || !healthy.Load() {
+				http.Error(w, "not ready", http.StatusServiceUnavailable)
+			}
+		}))
+		t.Cleanup(web.Close)
+		hn := mustName(t, "app1", "web.svc.example")
+		hr := mustAddr(t, strings.TrimPrefix(web.URL, "http://"))
+		hr.Check = &Check{Kind: "http", Path: "/healthz"}
+		if _, err := Register(ctx, s, hn, hr); err != nil {
+			t.Fatal(err)
+		}
 		startScanner(t, dial(t, connect), ScannerOptions{CheckTimeout: time.Second})
 		waitA(t, sv.Addr(), "checked.svc.example.", "127.0.0.1")
+		waitA(t, sv.Addr(), "web.svc.example.")
+		healthy.Store(true)
+		waitA(t, sv.Addr(), "web.svc.example.", "127.0.0.1")
+
 		l.Close()
 		waitA(t, sv.Addr(), "checked.svc.example.")
 		l2, err := net.Listen("tcp", addr)
