@@ -60,7 +60,7 @@ func setupDNS(c *cli.Context, log *slog.Logger) (starter, error) {
 		return nil, fmt.Errorf("--strategy: %w", err)
 	}
 	if c.String("zone") == "" {
-		return nil, errors.New("--zone: required: the zone answered for, e.g. svc.example.")
+		return nil, errors.New("--zone: required (the zone answered for, e.g. svc.example.)")
 	}
 	if ttl := c.Duration("ttl"); ttl < time.Second || ttl > time.Hour {
 		return nil, fmt.Errorf("--ttl %v: want 1s to 1h", ttl)
