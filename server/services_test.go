@@ -120,36 +120,53 @@ func TestBrowserServices(t *testing.T) {
 	b.run("open the DNS page", chromedp.Navigate(hs.URL+"/services"), chromedp.WaitVisible(chromedp.CSS("#services")))
 	b.waitContains("#services", "10.0.0.1:8080")
 	b.waitContains("#services", "served")
-	b.acceptConfirm()
-	b.run("block it", chromedp.Click(chromedp.CSS(`#services button[data-action$="/block"]`)))
-	b.checkConfirmed("Stop serving 10.0.0.1:8080 of api.svc.example?")
-	coordtest.WaitFor(t, 30*time.Second, "the address blocked", func() error {
-		st, err := dns.NewAdmin(s).Service(ctx, n)
-		if err != nil || st.Served != 0 {
-			return fmt.Errorf("%+v %v", st, err)
+	// An action reloads the page (data-then); the snapshot after the
+	// change may come later, so the page is read again until it shows it.
+	act := func(what, sel, question string, want ...string) {
+		t.Helper()
+		// The page reloads after the action: the question is read before.
+		if q := browserValue(b, "read the question", chromedp.Evaluate[string](`document.querySelector(`+"`"+sel+"`"+`).dataset.confirm`)); q != question {
+			t.Errorf("%s asks %q, want %q", what, q, question)
 		}
-		return nil
-	})
-	// The page reloads after the action; the poller's next snapshot has it.
-	coordtest.WaitFor(t, 30*time.Second, "the page showing the block", func() error {
-		b.run("reload", chromedp.Navigate(hs.URL+"/services"), chromedp.WaitVisible(chromedp.CSS("#services")))
-		got := browserValue(b, "read the page", chromedp.Text(chromedp.CSS("#services")))
-		if !strings.Contains(got, "blocked") || !strings.Contains(got, "Unblock") {
-			return fmt.Errorf("it reads %q", got)
-		}
-		return nil
-	})
+		b.acceptConfirm()
+		browserValue(b, "mark the page", chromedp.Evaluate[bool](`window.__old = true`))
+		b.run(what, chromedp.Click(chromedp.CSS(sel)))
+		coordtest.WaitFor(t, 30*time.Second, what+": the page reloaded by the action", func() error {
+			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+			defer cancel()
+			old, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__old === true`))
+			if err != nil {
+				return err
+			}
+			if old {
+				return fmt.Errorf("not yet")
+			}
+			return nil
+		})
+		coordtest.WaitFor(t, 30*time.Second, what+": the page showing it", func() error {
+			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+			defer cancel()
+			if err := chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/services"), chromedp.WaitVisible(chromedp.CSS("#services"))); err != nil {
+				return err
+			}
+			got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#services")))
+			if err != nil {
+				return err
+			}
+			for _, w := range want {
+				if !strings.Contains(got, w) {
+					return fmt.Errorf("it reads %q", got)
+				}
+			}
+			return nil
+		})
+	}
+	act("block it", `#services button[data-action$="/block"]`, "Stop serving 10.0.0.1:8080 of api.svc.example?", "blocked", "Unblock")
+	if st, err := dns.NewAdmin(s).Service(ctx, n); err != nil || st.Served != 0 || st.Addresses[0].Blocked == nil {
+		t.Fatalf("after the block: %+v %v", st, err)
+	}
 	b.shot("services-blocked")
-	b.acceptConfirm()
-	b.run("unblock it", chromedp.Click(chromedp.CSS(`#services button[data-action$="/unblock"]`)))
-	coordtest.WaitFor(t, 30*time.Second, "the page showing it served", func() error {
-		b.run("reload", chromedp.Navigate(hs.URL+"/services"), chromedp.WaitVisible(chromedp.CSS("#services")))
-		got := browserValue(b, "read the page", chromedp.Text(chromedp.CSS("#services")))
-		if !strings.Contains(got, "served") || !strings.Contains(got, "Block") {
-			return fmt.Errorf("it reads %q", got)
-		}
-		return nil
-	})
+	act("unblock it", `#services button[data-action$="/unblock"]`, "Serve 10.0.0.1:8080 of api.svc.example again?", "served", "Block")
 	b.run("open the audit log", chromedp.Navigate(hs.URL+"/audit"), chromedp.WaitVisible(chromedp.CSS("#audit")))
 	b.waitContains("#audit", "service.unblock")
 	b.waitContains("#audit", "service.block")
