@@ -1,13 +1,13 @@
 // Package cluster is the one read model of a Shepherd cluster: a
-// Snapshot of its tasks, jobs, schedulers, collectors, sources and
-// coordination servers, read at one time, that `shepherd ctl` (its list,
+// Snapshot of its tasks, jobs, schedulers, collectors, sources, DNS names
+// and coordination servers, read at one time, that `shepherd ctl` (its list,
 // show and status verbs, and --json), the console's HTTP API and the
 // monitor's rules all see, so the three never disagree.
 //
 // It owns no znode and decodes none: every section comes from the Admin
 // of the domain package that owns those nodes (core for
 // /mysql_replicator, scheduler for /scheduler and /master_election,
-// collector for /logs) and from coord/coordhealth for the servers'
+// collector for /logs, dns for /DDNS) and from coord/coordhealth for the servers'
 // health. It must never write to the tree: actions go through those
 // Admins, as the matching ctl verb does.
 //

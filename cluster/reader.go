@@ -13,6 +13,7 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/dns"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -58,13 +59,14 @@ type SessionReader struct {
 	tasks   *core.Admin
 	jobs    *scheduler.Admin
 	logs    *collector.Admin
+	names   *dns.Admin
 	watches *watchSet
 }
 
 // NewReader returns a Reader (and Watcher) of the cluster through s.
 func NewReader(s *recipe.Session, opts Options) Reader {
 	r := &SessionReader{s: s, opts: opts, tasks: core.NewAdmin(s, opts.CoreRoot),
-		jobs: scheduler.NewAdmin(s), logs: collector.NewAdmin(s)}
+		jobs: scheduler.NewAdmin(s), logs: collector.NewAdmin(s), names: dns.NewAdmin(s)}
 	r.watches = newWatchSet(s, []string{r.tasks.Layout().Tasks(), scheduler.JobsPath, scheduler.PausedPath,
 		scheduler.SchedulersPath, collector.CollectorsPath, collector.SourcesPath})
 	return r
@@ -85,7 +87,7 @@ func (r *SessionReader) Read(ctx context.Context) (*Snapshot, error) {
 	if len(servers) > 0 {
 		read = 1
 	}
-	for _, sec := range []Section{SectionTasks, SectionJobs, SectionCollectors} {
+	for _, sec := range []Section{SectionTasks, SectionJobs, SectionCollectors, SectionServices} {
 		if !r.opts.reads(sec) {
 			continue
 		}
@@ -138,6 +140,12 @@ func (r *SessionReader) readSection(ctx context.Context, sec Section, snap *Snap
 			return err
 		}
 		snap.Collectors, snap.Sources, snap.CollectorsJudged = ov.Collectors, ov.Sources, ov.Judged
+	case SectionServices:
+		services, err := r.names.Services(ctx)
+		if err != nil {
+			return err
+		}
+		snap.Services = services
 	}
 	return nil
 }
@@ -179,7 +187,7 @@ func SourceSamples(ctx context.Context, s *recipe.Session) map[string][]PosSampl
 // status shows the sections.
 func errorsText(errs map[Section]string) string {
 	var out []string
-	for _, sec := range []Section{SectionCoord, SectionTasks, SectionJobs, SectionCollectors} {
+	for _, sec := range []Section{SectionCoord, SectionTasks, SectionJobs, SectionCollectors, SectionServices} {
 		if why, ok := errs[sec]; ok {
 			out = append(out, string(sec)+": "+why)
 		}

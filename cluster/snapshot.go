@@ -6,6 +6,7 @@ import (
 	"github.com/shepherd-dev/shepherd/collector"
 	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/dns"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
 
@@ -18,6 +19,7 @@ const (
 	SectionJobs       Section = "jobs"       // Jobs and Schedulers
 	SectionCollectors Section = "collectors" // Collectors and Sources
 	SectionCoord      Section = "coord"      // Coord
+	SectionServices   Section = "services"   // Services
 )
 
 // Snapshot is the cluster as read at ReadAt. A section that could not be
@@ -43,8 +45,11 @@ type Snapshot struct {
 	// Sources in the order of the source list.
 	Sources []collector.SourceStatus `json:"sources"`
 	// Coord has one entry per server of the connect string, in its order.
-	Coord  []coordhealth.Server `json:"coord"`
-	Errors map[Section]string   `json:"errors,omitempty"`
+	Coord []coordhealth.Server `json:"coord"`
+	// Services are the names of the DNS registry, by application and
+	// domain, with their addresses.
+	Services []dns.ServiceStatus `json:"services"`
+	Errors   map[Section]string  `json:"errors,omitempty"`
 }
 
 // Task returns the task named name.
@@ -88,5 +93,6 @@ func empty(t time.Time) *Snapshot {
 	return &Snapshot{
 		ReadAt: t, Tasks: []core.TaskStatus{}, Jobs: []scheduler.JobStatus{}, Schedulers: []scheduler.SchedulerInfo{},
 		Collectors: []collector.CollectorInfo{}, Sources: []collector.SourceStatus{}, Coord: []coordhealth.Server{},
+		Services: []dns.ServiceStatus{},
 	}
 }

@@ -432,7 +432,7 @@ func (r *runner) globals(c *cli.Context) error {
 func (r *runner) commands() []*cli.Command {
 	cmds := r.znodeCommands()
 	cmds = append(cmds, r.watchCommand(), r.lockCommand(), r.electCommand(), r.dumpCommand(), r.loadCommand(), r.taskCommand())
-	cmds = append(cmds, r.sourceCommand(), r.collectorCommand())
+	cmds = append(cmds, r.sourceCommand(), r.collectorCommand(), r.serviceCommand())
 	cmds = append(cmds, r.jobCommand(), r.statusCommand(), r.secureCommand(), r.digestCommand(), r.userCommand(), r.tokenCommand(), r.alertCommand())
 	cmds = append(cmds, r.fourLetterCommands()...)
 	cmds = append(cmds, &cli.Command{

@@ -14,6 +14,7 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/coord/zpath"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/dns"
 	"github.com/shepherd-dev/shepherd/monitor"
 	"github.com/shepherd-dev/shepherd/scheduler"
 	"github.com/shepherd-dev/shepherd/server/auth"
@@ -26,7 +27,7 @@ func (r *runner) secureCommand() *cli.Command {
 		Name:  "secure",
 		Usage: "apply the ACL policy of --auth/--auth-file to Shepherd's trees (docs/security.md)",
 		Description: `Sets the ACL of every node under Shepherd's subtrees (the replication root,
-/scheduler, /master_election, /logs, /shepherd/monitor, /shepherd/console) to the policy of the
+/scheduler, /master_election, /logs, /shepherd/monitor, /shepherd/console, /DDNS) to the policy of the
 credential: its cdrwa, cdrwa for each --trusted-writers identity, plus READ for each --read-acl
 viewer; its cdrwa alone on task specs holding an inline password and on the console's accounts.
 Missing subtree roots are created with the policy, so that no one else can create them first
@@ -165,7 +166,7 @@ func (r *runner) recordSecure(changes []aclChange, dry bool, err error) {
 func Subtrees(replicationRoot string) []recipe.Subtree {
 	var out []recipe.Subtree
 	for _, sts := range [][]recipe.Subtree{core.NewLayout(replicationRoot).Subtrees(), scheduler.Subtrees(),
-		collector.Subtrees(), monitor.Subtrees(), auth.Subtrees()} {
+		collector.Subtrees(), monitor.Subtrees(), auth.Subtrees(), dns.Subtrees()} {
 		out = append(out, sts...)
 	}
 	return out

@@ -114,6 +114,13 @@ func writeStatus(w io.Writer, snap *cluster.Snapshot, now time.Time) error {
 	}
 	section(cluster.SectionCollectors, fmt.Sprintf("collectors (%d of %d alive)", alive, len(snap.Collectors)), func() { _ = writeCollectors(w, snap.Collectors) })
 	section(cluster.SectionCollectors, fmt.Sprintf("sources (%d)", len(snap.Sources)), func() { writeSources(w, snap.Sources) })
+	unserved := 0
+	for _, sv := range snap.Services {
+		if sv.Served == 0 {
+			unserved++
+		}
+	}
+	section(cluster.SectionServices, fmt.Sprintf("DNS names (%d, %d with no served address)", len(snap.Services), unserved), func() { _ = writeServices(w, snap.Services) })
 	fmt.Fprintf(w, "read at %s\n", snap.ReadAt.Format(time.RFC3339))
 	return nil
 }

@@ -21,10 +21,12 @@ func TestStatusShowsTheWholeCluster(t *testing.T) {
 		mustCtlAuth(t, conn, "task", "add", "-f", writeSpec(t, taskYAML))
 		mustCtlAuth(t, conn, "job", "add", "--schedule", "@daily", "--env", "TOKEN=hunter2", "report", "--", "/bin/true")
 		mustCtlAuth(t, conn, "source", "add", "file:///var/log/app.log")
+		mustCtlAuth(t, conn, "service", "register", "--addr", "10.0.0.1:80", "--ttl", "1h", "app1", "api.svc.example")
 
 		out := mustCtlAuth(t, conn, "status")
 		for _, want := range []string{"coordination servers:", "standalone", "tasks (1):", "copy_hot_item", "jobs (1, 0 schedulers running):", "report",
-			"collectors (0 of 0 alive):", "sources (1):", "file:///var/log/app.log  unassigned"} {
+			"collectors (0 of 0 alive):", "sources (1):", "file:///var/log/app.log  unassigned",
+			"DNS names (1, 0 with no served address):", "app1  api.svc.example  10.0.0.1:80"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("status:\n%s\nwant %q", out, want)
 			}

@@ -157,6 +157,8 @@ var (
 	descCollectorLag      = desc("shepherd_collector_lag_bytes", "Bytes the collector knows it has not collected yet.", "collector")
 	descCollectorLines    = desc("shepherd_collector_lines", "Lines committed over the sources the collector owns.", "collector")
 	descSourceAssigned    = desc("shepherd_source_assigned", "1 if the log source is assigned to a collector.", "source")
+	descServiceServed     = desc("shepherd_service_served_addresses", "Addresses the DNS registry's name is answered with: registered, healthy, unblocked and trusted.", "app", "domain")
+	descServiceRegistered = desc("shepherd_service_registered_addresses", "Addresses registered under the DNS registry's name.", "app", "domain")
 	descCoordUp           = desc("shepherd_coord_up", "1 if the coordination server answered.", "server")
 	descCoordOutstanding  = desc("shepherd_coord_outstanding_requests", "Requests queued on the coordination server.", "server")
 	descCoordLatency      = desc("shepherd_coord_avg_latency_ms", "Average request latency of the coordination server.", "server")
@@ -298,6 +300,10 @@ func (x *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, s := range snap.Sources {
 		g(descSourceAssigned, b(s.Collector != ""), s.URI)
+	}
+	for _, s := range snap.Services {
+		g(descServiceServed, float64(s.Served), s.App, s.Domain)
+		g(descServiceRegistered, float64(len(s.Addresses)), s.App, s.Domain)
 	}
 	for _, s := range snap.Coord {
 		g(descCoordUp, b(s.OK), s.Addr)

@@ -15,6 +15,7 @@ import (
 	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/dns"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
@@ -240,5 +241,39 @@ func TestJobMissedAgainstARealScheduler(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.waitCount(t, RuleJobMissed, StatusResolved, 1)
+	})
+}
+
+// TestServiceNoHealthyAddressWithARealRegistry: a name whose only
+// address is blocked by an operator has no healthy address until it is
+// unblocked.
+func TestServiceNoHealthyAddressWithARealRegistry(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, connect string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s := dial(t, connect, recipe.Options{Auth: coordtest.Auth})
+		n, err := dns.NewName("app1", "api.svc.example")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, err := dns.ParseAddr("10.0.0.1:80")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dns.Register(ctx, s, n, dns.Registration{Addr: addr}); err != nil {
+			t.Fatal(err)
+		}
+		r := newReceiver(t)
+		cfg := testConfig(r)
+		cfg.Hold = map[string]time.Duration{RuleServiceNoHealthyAddress: 0}
+		startMonitor(t, s, startPoller(t, s, cluster.Options{Sections: []cluster.Section{cluster.SectionServices}}), cfg, Deps{})
+		if _, err := dns.NewAdmin(s).Block(ctx, n, addr, "test", "maintenance"); err != nil {
+			t.Fatal(err)
+		}
+		r.waitCount(t, RuleServiceNoHealthyAddress, StatusFiring, 1)
+		if _, err := dns.NewAdmin(s).Unblock(ctx, n, addr); err != nil {
+			t.Fatal(err)
+		}
+		r.waitCount(t, RuleServiceNoHealthyAddress, StatusResolved, 1)
 	})
 }

@@ -108,6 +108,9 @@ const (
 	RuleCollectorLagging     = "CollectorLagging"
 	RuleCoordUnhealthy       = "CoordUnhealthy"
 	RuleMonitorStandbyOnly   = "MonitorStandbyOnly"
+	// RuleServiceNoHealthyAddress: a name of the DNS registry has no
+	// address its DNS server answers with.
+	RuleServiceNoHealthyAddress = "ServiceNoHealthyAddress"
 )
 
 // Rules returns every rule with its default hold time. Config.Hold
@@ -136,6 +139,9 @@ func Rules() []Rule {
 		{RuleCollectorLagging, 5 * time.Minute, collectorLagging},
 		{RuleCoordUnhealthy, 30 * time.Second, coordUnhealthy},
 		{RuleMonitorStandbyOnly, time.Minute, monitorStandbyOnly},
+		// A provider restarting is gone for a moment: the hold lets it
+		// register again before anyone is told.
+		{RuleServiceNoHealthyAddress, 30 * time.Second, serviceNoHealthyAddress},
 	}
 }
 
@@ -147,7 +153,8 @@ var ruleSection = map[string]cluster.Section{
 	RuleJobFailed: cluster.SectionJobs, RuleJobMissed: cluster.SectionJobs, RuleJobTooLong: cluster.SectionJobs, RuleJobNoSuccess: cluster.SectionJobs,
 	RuleJobWaitingOnTask: cluster.SectionJobs,
 	RuleCollectorDead:    cluster.SectionCollectors, RuleSourceUnassigned: cluster.SectionCollectors, RuleCollectorLagging: cluster.SectionCollectors,
-	RuleCoordUnhealthy: cluster.SectionCoord,
+	RuleCoordUnhealthy:          cluster.SectionCoord,
+	RuleServiceNoHealthyAddress: cluster.SectionServices,
 }
 
 // sourceRules read the task's source as well.
@@ -670,4 +677,24 @@ func monitorStandbyOnly(in *Input, _ *Thresholds) []Finding {
 	return []Finding{{Rule: RuleMonitorStandbyOnly, Severity: Critical, Labels: map[string]string{},
 		Summary: "no monitor is active: " + in.ActiveMonitorStatus + "; alerts other than this one are not sent",
 		Fix:     "see the logs of the monitor that leads the election (shepherd ctl alert list shows which and its last evaluation)"}}
+}
+
+// serviceNoHealthyAddress finds the registry's names that DNS answers
+// with no address: none registered (every provider gone), or every one
+// unhealthy, blocked or refused.
+func serviceNoHealthyAddress(in *Input, _ *Thresholds) []Finding {
+	var out []Finding
+	for _, s := range in.Snap.Services {
+		if s.Served > 0 {
+			continue
+		}
+		summary := fmt.Sprintf("name %s of application %s has no address registered", s.Domain, s.App)
+		if n := len(s.Addresses); n > 0 {
+			summary = fmt.Sprintf("name %s of application %s has no healthy, unblocked address (%d registered)", s.Domain, s.App, n)
+		}
+		out = append(out, Finding{Rule: RuleServiceNoHealthyAddress, Severity: Critical, Labels: map[string]string{"app": s.App, "domain": s.Domain},
+			Summary: summary,
+			Fix:     "see shepherd ctl service list: start or fix its providers, or unblock an address; delete the name's node if it is no longer used"})
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/shepherd-dev/shepherd/collector"
 	"github.com/shepherd-dev/shepherd/coord/coordhealth"
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/dns"
 	"github.com/shepherd-dev/shepherd/replication"
 	"github.com/shepherd-dev/shepherd/scheduler"
 )
@@ -246,6 +247,11 @@ func TestRulesFindWhatTheyName(t *testing.T) {
 		{"a new job that has only failed", RuleJobNoSuccess, Input{Snap: &cluster.Snapshot{Jobs: []scheduler.JobStatus{{Name: "j", Runs: []scheduler.RunInfo{
 			run("j", "2026-11-25", scheduler.Failed, t0.Add(-time.Hour))}}}}}, nil},
 
+		{"names without a served address", RuleServiceNoHealthyAddress, Input{Snap: &cluster.Snapshot{Services: []dns.ServiceStatus{
+			{Name: dns.Name{App: "app1", Domain: "up.svc.example"}, Served: 1, Addresses: []dns.AddressStatus{{Addr: "10.0.0.1:80", Healthy: true}}},
+			{Name: dns.Name{App: "app1", Domain: "sick.svc.example"}, Addresses: []dns.AddressStatus{{Addr: "10.0.0.2:80"}}},
+			{Name: dns.Name{App: "app2", Domain: "gone.svc.example"}, Addresses: []dns.AddressStatus{}},
+		}}}, []string{`ServiceNoHealthyAddress{app="app1",domain="sick.svc.example",severity="critical"}`, `ServiceNoHealthyAddress{app="app2",domain="gone.svc.example",severity="critical"}`}},
 		{"dead collector", RuleCollectorDead, Input{Snap: &cluster.Snapshot{Collectors: []collector.CollectorInfo{{Name: "c1", Reason: "status 40s old"}, {Name: "c2", Alive: true}, {Name: "c3", Leaving: true}}}},
 			[]string{`CollectorDead{collector="c1",severity="critical"}`}},
 		{"unassigned source", RuleSourceUnassigned, Input{Snap: &cluster.Snapshot{Sources: []collector.SourceStatus{{URI: "file:///a.log"}, {URI: "file:///b.log", Collector: "c1"}}}},

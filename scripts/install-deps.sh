@@ -42,6 +42,8 @@ test)
   want 'command -v prometheus-alertmanager' prometheus-alertmanager
   # The monitor's e-mail notifications go to a real SMTP server.
   want '/usr/bin/python3 -c "import aiosmtpd"' python3-aiosmtpd
+  # The DNS server's answers are checked with a real dig.
+  want 'command -v dig' bind9-dnsutils
   ;;
 demo)
   want "$mariadb_probe" mariadb-server mariadb-client

@@ -71,6 +71,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/v1/coord", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
 		return map[string]any{"servers": snap.Coord, "session": s.deps.Session.State().String(), "error": snap.Errors[cluster.SectionCoord]}
 	}))
+	s.serviceRoutes()
 	s.handle("GET /api/v1/alerts", auth.Viewer, s.apiAlerts)
 	s.handle("POST /api/v1/silences", auth.Operator, s.apiAddSilence)
 	s.handle("DELETE /api/v1/silences/{id}", auth.Operator, s.apiRemoveSilence)

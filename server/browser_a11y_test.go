@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/dns"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/scheduler"
 	"github.com/shepherd-dev/shepherd/server/auth"
@@ -44,6 +45,18 @@ func TestBrowserAccessibility(t *testing.T) {
 	}
 	if err := scheduler.NewAdmin(s).StoreJob(ctx, scheduler.Job{Name: "nightly-report", Schedule: "0 3 * * *", Command: "/bin/true"}); err != nil {
 		t.Fatal(err)
+	}
+	for i, a := range []string{"10.0.0.1:8080", "[fd00::1]:8080"} {
+		addr, _ := dns.ParseAddr(a)
+		n, _ := dns.NewName("app1", "api.svc.example")
+		if _, err := dns.Register(ctx, s, n, dns.Registration{Addr: addr}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			if _, err := dns.NewAdmin(s).Block(ctx, n, addr, "alice", "upgrade"); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	hs, poller := browserConsole(t, ctx, s, 500*time.Millisecond, targets[0].Addr)
 	coordtest.WaitFor(t, 10*time.Second, "a first snapshot with the task", func() error {
@@ -86,6 +99,7 @@ func TestBrowserAccessibility(t *testing.T) {
 			{"/jobs/nightly-report", "header .who"},
 			{"/new/job", "#job-form"},
 			{"/collectors", "header .who"},
+			{"/services", "#services"},
 			{"/coord", "header .who"},
 			{"/users", "header .who"},
 			{"/znodes", "header .who"},

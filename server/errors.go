@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/shepherd-dev/shepherd/core"
+	"github.com/shepherd-dev/shepherd/dns"
 	"github.com/shepherd-dev/shepherd/monitor"
 	"github.com/shepherd-dev/shepherd/monitor/series"
 	"github.com/shepherd-dev/shepherd/scheduler"
@@ -64,6 +65,8 @@ func classify(err error) *apiError {
 		{auth.ErrNoUser, http.StatusNotFound, "not_found"},
 		{auth.ErrBadToken, http.StatusNotFound, "not_found"},
 		{monitor.ErrNoSilence, http.StatusNotFound, "not_found"},
+		{dns.ErrNotBlocked, http.StatusConflict, "not_blocked"},
+		{dns.ErrInvalidName, http.StatusBadRequest, "invalid"},
 		{monitor.ErrInvalidSilence, http.StatusBadRequest, "invalid"},
 		{monitor.ErrSeriesName, http.StatusBadRequest, "invalid"},
 		// The monitor's stored series does not decode: the coordination

@@ -36,7 +36,7 @@ const pageTime = "2006-01-02 15:04:05Z"
 // pages are the UI's templates, each parsed with the layout.
 type pages struct{ t map[string]*template.Template }
 
-var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "jobform", "collectors", "coord", "alerts", "audit", "users", "znodes"}
+var pageNames = []string{"login", "overview", "tasks", "task", "taskform", "jobs", "job", "jobform", "collectors", "services", "coord", "alerts", "audit", "users", "znodes"}
 
 // humanSeconds renders seconds as "850ms", "12.5s" or "3m5s".
 func humanSeconds(x float64) string {
@@ -329,6 +329,11 @@ func (s *Server) uiRoutes() {
 	})
 	s.page("GET /collectors", "collectors", func(r *http.Request, d *pageData) error {
 		d.Title = "Collectors"
+		return nil
+	})
+	s.page("GET /services", "services", func(r *http.Request, d *pageData) error {
+		d.Title = "DNS names"
+		d.Data = d.Snap.Errors[cluster.SectionServices] // why the section is empty, if it is
 		return nil
 	})
 	s.page("GET /coord", "coord", func(r *http.Request, d *pageData) error {

@@ -46,6 +46,7 @@ func newApp() *cli.App {
 			roleCommand(schedulerRole()),
 			roleCommand(serverRole()),
 			roleCommand(monitorRole()),
+			roleCommand(dnsRole()),
 			upCommand(),
 			versionCommand(),
 		},

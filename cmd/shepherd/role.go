@@ -42,6 +42,9 @@ type role struct {
 	// directory, when the role's section leaves them out, so that
 	// `shepherd up` alone is a working installation.
 	upDefaults func(dataDir string) map[string]string
+	// offInUp: `shepherd up` runs the role only when its config has the
+	// role's section (the DNS server binds a port and needs a zone).
+	offInUp bool
 }
 
 // starter builds the role on a process's session and HTTP mux and
@@ -61,7 +64,7 @@ type env struct {
 // A new role (the console, the monitor) is a role value and its entry
 // here: its own command and its section of `shepherd up` follow.
 func roles() []role {
-	return []role{coreRole(), schedulerRole(), collectorRole(), serverRole(), monitorRole()}
+	return []role{coreRole(), schedulerRole(), collectorRole(), serverRole(), monitorRole(), dnsRole()}
 }
 
 // roleFlags are every flag of r's own command.

@@ -20,6 +20,7 @@ import (
 	"github.com/shepherd-dev/shepherd/coord"
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/ctl"
+	"github.com/shepherd-dev/shepherd/dns"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/scheduler"
 	"github.com/shepherd-dev/shepherd/server/auth"
@@ -161,15 +162,19 @@ func TestRolesRefuseAPlantedRoot(t *testing.T) {
 	anon := dialTest(t, addr, recipe.Options{})
 	plantNarrowed(t, ctx, anon, "/shepherd", auth.Root, auth.Root+"/users")
 	plantNarrowed(t, ctx, anon, scheduler.Root, scheduler.JobsPath)
+	plantNarrowed(t, ctx, anon, dns.Root, dns.Root+"/app1")
 	authFile := coordtest.AuthFile(t)
 	for _, c := range []struct {
 		r    role
 		root string
-	}{{schedulerRole(), scheduler.Root}, {serverRole(), auth.Root}} {
+	}{{schedulerRole(), scheduler.Root}, {serverRole(), auth.Root}, {dnsRole(), dns.Root}} {
 		app := &cli.App{Name: "shepherd", Commands: []*cli.Command{roleCommand(c.r)}, Writer: io.Discard}
 		args := []string{"shepherd", c.r.name, "--zk", addr, "--auth-file", authFile, "--http-listen", ""}
-		if c.r.name == "server" {
+		switch c.r.name {
+		case "server":
 			args = append(args, "--listen", "127.0.0.1:0")
+		case "dns":
+			args = append(args, "--listen", "127.0.0.1:0", "--zone", "svc.example.")
 		}
 		err := app.RunContext(ctx, args)
 		if !errors.Is(err, recipe.ErrUntrusted) || !strings.Contains(err.Error(), "untrusted node: "+c.root+" grants WRITE or ADMIN to no trusted identity") ||

@@ -55,12 +55,14 @@ in <data-dir>/collector; console on 127.0.0.1:8080, whose first admin, when the
 cluster has no account, gets a random password in <data-dir>/console-admin.password).
 
 --config is a YAML file: its top-level keys are this command's flags, and a section
-per role (coord, core, scheduler, collector, server, monitor) holds the keys of that role's own
+per role (coord, core, scheduler, collector, server, monitor, dns) holds the keys of that role's own
 command's config file (shepherd core --config …), so that moving a role to a
 service of its own is copying its section. A role runs when its section is present
-(an empty one, "core:", takes the defaults); coord always runs. See docs/deploy.md.`,
+(an empty one, "core:", takes the defaults); coord always runs. The DNS server (dns)
+is off unless its section is there, with a zone ("dns: {zone: svc.example.}"). See
+docs/deploy.md and docs/dns.md.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: proc.FlagConfig, Usage: "YAML file: these flags at the top, a section per role (coord, core, scheduler, collector, server, monitor) with its command's flag names"},
+			&cli.StringFlag{Name: proc.FlagConfig, Usage: "YAML file: these flags at the top, a section per role (coord, core, scheduler, collector, server, monitor, dns) with its command's flag names"},
 			&cli.StringFlag{Name: "data-dir", Value: defaultUpDataDir(), Usage: "directory of everything the installation keeps: coord/ (with admin.auth), scheduler/, collector/"},
 			&cli.StringFlag{Name: proc.FlagHTTPListen, Value: upDefaultHTTP, Usage: "HTTP address serving Prometheus /metrics and /health (off if empty)"},
 			&cli.DurationFlag{Name: proc.FlagSessionTimeout, Value: recipe.DefaultSessionTimeout, Usage: "timeout of the roles' shared session"},
@@ -161,6 +163,14 @@ func section(parent *cli.Context, cmd *cli.Command, source string, kv any, defau
 	return c, nil
 }
 
+// runsInUp reports whether `shepherd up` runs r with the role sections
+// of its config (nil without a config file): a role runs when its section
+// is there, and every role but those off in up runs without a config.
+func runsInUp(r role, sections map[string]any) bool {
+	_, on := sections[r.name]
+	return on || (sections == nil && !r.offInUp)
+}
+
 // upRole is a role `shepherd up` runs, set up from its section.
 type upRole struct {
 	role
@@ -190,10 +200,10 @@ func runUp(c *cli.Context, sections map[string]any) error {
 	}
 	var rs []*upRole
 	for _, r := range roles() {
-		kv, on := sections[r.name]
-		if sections != nil && !on {
+		if !runsInUp(r, sections) {
 			continue
 		}
+		kv := sections[r.name]
 		var defaults map[string]string
 		if r.upDefaults != nil {
 			defaults = r.upDefaults(dataDir)

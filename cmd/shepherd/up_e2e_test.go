@@ -230,8 +230,9 @@ func startUp(t *testing.T, edit func(cfg string) string) upInstall {
 	zk := fmt.Sprintf("127.0.0.1:%d", testpeer.FreePort(t))
 	web := fmt.Sprintf("127.0.0.1:%d", testpeer.FreePort(t))
 	console := fmt.Sprintf("127.0.0.1:%d", testpeer.FreePort(t))
+	dnsAddr := fmt.Sprintf("127.0.0.1:%d", testpeer.FreePort(t))
 	cfg := string(example)
-	for from, to := range map[string]string{"127.0.0.1:2181": zk, "127.0.0.1:9180": web, "127.0.0.1:8080": console} {
+	for from, to := range map[string]string{"127.0.0.1:2181": zk, "127.0.0.1:9180": web, "127.0.0.1:8080": console, "127.0.0.1:5353": dnsAddr} {
 		if !strings.Contains(cfg, from) {
 			t.Fatalf("examples/shepherd.yaml has no %s to replace", from)
 		}

@@ -24,6 +24,7 @@ func TestExampleConfigsAreEachCommandsOwn(t *testing.T) {
 		"collector": "packaging/etc/collector.yaml",
 		"server":    "packaging/etc/server.yaml",
 		"monitor":   "packaging/etc/monitor.yaml",
+		"dns":       "packaging/etc/dns.yaml",
 		"up":        "examples/shepherd.yaml",
 	} {
 		if _, err := runRecording(t, cmd, "config", "--config", repoFile(file)); err != nil {

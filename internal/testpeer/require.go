@@ -13,7 +13,7 @@ import (
 const EnvIntegration = "SHEPHERD_IT"
 
 // InstallHint tells a developer how to get every peer this package drives.
-const InstallHint = "scripts/install-deps.sh test (apt-get install zookeeper python3-kazoo mariadb-server libcurator-recipes-java default-jdk-headless logrotate nats-server)"
+const InstallHint = "scripts/install-deps.sh test (apt-get install zookeeper python3-kazoo mariadb-server libcurator-recipes-java default-jdk-headless logrotate nats-server bind9-dnsutils)"
 
 // Paths of the Debian packages' files. The python3 first on PATH is often a
 // pyenv or venv install without kazoo, so kazoo is only looked for in the
