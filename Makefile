@@ -40,7 +40,7 @@ test: test-deps
 # and CPU per row (durable and relaxed targets) and steady-state lag against MariaDB's native replica, and
 # failover time, the console's latency, event fan-out and memory with 1,000 tasks, and the scheduler's
 # dispatch latency (due instant to process start) for 1, 100 and 1,000 jobs and 100 shard items on both servers,
-# the Kafka sink's events/s and CPU per million events beside franz-go producing the same records raw, and
+# the Kafka and NATS sinks' events/s and CPU per million events beside their clients publishing the same records raw, and
 # shepherd dns's queries/s and p99 with 10,000 addresses beside a static answer, and its change-to-answer latency.
 bench: build test-deps
 	$(BIN) bench --compare --shepherd-bin $(BIN) --out docs/bench-latest.md
@@ -54,6 +54,7 @@ bench: build test-deps
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkReadSourcesWithHangingSources -benchtime 1x ./monitor/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkDispatch -benchtime 1x -timeout 30m ./scheduler/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkKafkaSink -benchtime 200000x ./replication/kafkasink/
+	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkNATSSink -benchtime 200000x ./replication/natssink/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench 'BenchmarkDNS$$' -benchtime 20000x ./dns/
 	$(TEST_ENV) $(GO) test -run '^$$' -bench BenchmarkDNSChange -benchtime 200x ./dns/
 

@@ -2,58 +2,16 @@ package kafkasink
 
 import (
 	"context"
-	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
-	gomysql "github.com/go-mysql-org/go-mysql/mysql"
-	binlog "github.com/go-mysql-org/go-mysql/replication"
-	"github.com/shopspring/decimal"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/sinktest"
 	"github.com/shepherd-dev/shepherd/replication"
 )
-
-// benchMap is shop.orders with the columns of a typical order row: id
-// BIGINT key, customer INT, status VARCHAR, total DECIMAL(10,2), placed
-// DATETIME, note VARCHAR.
-var benchMap = &binlog.TableMapEvent{
-	Schema: []byte("shop"), Table: []byte("orders"), ColumnCount: 6,
-	ColumnType: []byte{gomysql.MYSQL_TYPE_LONGLONG, gomysql.MYSQL_TYPE_LONG, gomysql.MYSQL_TYPE_VARCHAR,
-		gomysql.MYSQL_TYPE_NEWDECIMAL, gomysql.MYSQL_TYPE_DATETIME2, gomysql.MYSQL_TYPE_VARCHAR},
-	ColumnMeta:       []uint16{0, 0, 80, 10<<8 | 2, 0, 400},
-	ColumnName:       [][]byte{[]byte("id"), []byte("customer"), []byte("status"), []byte("total"), []byte("placed"), []byte("note")},
-	SignednessBitmap: []byte{0}, DefaultCharset: []uint64{45}, PrimaryKey: []uint64{0},
-}
-
-// benchSegments are n source transactions of two updates of an order
-// each.
-func benchSegments(n int) []replication.Segment {
-	segs := make([]replication.Segment, n)
-	at := replication.Position{File: "mysql-bin.000001", Pos: 4, Server: "mariadb:1"}
-	placed := time.Date(2026, 11, 22, 6, 3, 17, 0, time.UTC)
-	for i := range segs {
-		end := replication.Position{File: at.File, Pos: at.Pos + 300, Server: at.Server, GTID: fmt.Sprintf("0-1-%d", i+1)}
-		row := func(id int, status string) []any {
-			return []any{int64(id), int32(id % 977), status, decimal.New(int64(1990+id%500), -2), placed, "deliver to the back door, ring twice"}
-		}
-		segs[i] = replication.Segment{Start: at, End: end, Last: true, Rows: 2, TS: 1764000000, GTID: end.GTID,
-			Changes: []replication.Change{{DB: "shop", Table: "orders", Kind: replication.ChangeUpdate, TableMap: benchMap,
-				Rows: [][]any{row(2*i, "new"), row(2*i, "paid"), row(2*i+1, "new"), row(2*i+1, "paid")}}}}
-		at = end
-	}
-	return segs
-}
-
-// cpuSeconds is the process's user and system CPU time so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
 
 // BenchmarkKafkaSink produces b.N row events through the sink — rendered
 // in each format, committed with the checkpoint every 1,000 rows in a
@@ -83,9 +41,9 @@ func BenchmarkKafkaSink(b *testing.B) {
 			}
 			defer r.Close()
 			r.Begin(replication.Position{}, replication.History{}, func(replication.Position, string, uint32, int, int) {})
-			segs := benchSegments(b.N/2 + 1)
+			segs := sinktest.BenchSegments(b.N/2 + 1)
 			b.ResetTimer()
-			cpu0, t0 := cpuSeconds(), time.Now()
+			cpu0, t0 := sinktest.CPUSeconds(), time.Now()
 			for i := range segs[:b.N/2] {
 				if err := r.Write(b.Context(), segs[i]); err != nil {
 					b.Fatal(err)
@@ -94,7 +52,7 @@ func BenchmarkKafkaSink(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			report(b, b.N/2*2, time.Since(t0), cpuSeconds()-cpu0)
+			sinktest.Report(b, b.N/2*2, time.Since(t0), sinktest.CPUSeconds()-cpu0)
 			sizes[format] = []int{len(r.(*run).buf), len(r.(*run).key)}
 		})
 	}
@@ -114,7 +72,7 @@ func BenchmarkKafkaSink(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ResetTimer()
-		cpu0, t0 := cpuSeconds(), time.Now()
+		cpu0, t0 := sinktest.CPUSeconds(), time.Now()
 		headers := []kgo.RecordHeader{{Key: HeaderTask, Value: []byte("bench")}, {Key: HeaderServer, Value: []byte("mariadb:1")},
 			{Key: HeaderFile, Value: []byte("mysql-bin.000001")}, {Key: HeaderPos, Value: []byte("123456")},
 			{Key: HeaderGTID, Value: []byte("0-1-12345")}, {Key: HeaderTSMS, Value: []byte("1764000000000")}, {Key: HeaderRow, Value: []byte("1")}}
@@ -133,13 +91,7 @@ func BenchmarkKafkaSink(b *testing.B) {
 				}
 			}
 		}
-		report(b, b.N, time.Since(t0), cpuSeconds()-cpu0)
+		sinktest.Report(b, b.N, time.Since(t0), sinktest.CPUSeconds()-cpu0)
 		b.Logf("records of %d bytes, keys of %d", len(value), len(key))
 	})
-}
-
-func report(b *testing.B, events int, wall time.Duration, cpu float64) {
-	b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
-	b.ReportMetric(cpu/float64(events)*1e6, "CPU-s/Mevents")
-	b.ReportMetric(0, "ns/op")
 }
