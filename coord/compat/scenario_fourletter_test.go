@@ -39,7 +39,9 @@ var (
 	digitsRE = regexp.MustCompile(`[0-9]+`)
 	hexRE    = regexp.MustCompile(`0x[0-9a-f]+`)
 	dateRE   = regexp.MustCompile(`[A-Z][a-z]{2} [A-Z][a-z]{2} +[0-9]+ [0-9:]+ [A-Z]+ [0-9]{4}`)
-	lastOpRE = regexp.MustCompile(`lop=[A-Z]+`)
+	// ZooKeeper writes lop=null for a connection that has not completed
+	// an operation yet: another scenario's, connecting at that moment.
+	lastOpRE = regexp.MustCompile(`lop=[A-Za-z]+`)
 	pathRE   = regexp.MustCompile(`^\t/.*`)
 )
 
