@@ -99,6 +99,9 @@ func writeVerifyReport(w io.Writer, rep *core.VerifyReport) {
 					fmt.Fprintf(w, "    %-17s %s\n", k.what, keyText(key))
 				}
 			}
+			if d.Unlisted > 0 {
+				fmt.Fprintf(w, "    and %d more keys\n", d.Unlisted)
+			}
 		}
 	}
 }

@@ -53,7 +53,7 @@ func TestTaskVerifyVerb(t *testing.T) {
 				DB: "shop", Table: "item", Target: "`shop_copy`.`item`", Keyed: true, Chunks: 8, Rows: 4000,
 				Diffs: []core.ChunkDiff{
 					{After: []string{"1000"}, Through: []string{"2000"}, Changed: [][]string{{"1234"}}, Missing: [][]string{{"1500"}}},
-					{After: []string{"4000"}, Extra: [][]string{{"999999"}}},
+					{After: []string{"4000"}, Extra: [][]string{{"999999"}}, Unlisted: 5},
 				},
 			}, {DB: "shop", Table: "log", Target: "`shop_copy`.`log`", Chunks: 1, Rows: 500, Differs: true}},
 		}
@@ -66,7 +66,7 @@ func TestTaskVerifyVerb(t *testing.T) {
 		for _, want := range []string{
 			"task copy_hot_item: verified 2 tables, 9 chunks, 4500 rows at mysql-bin.000003:4711 in 1.5s: 4 confirmed differences\n",
 			"  shop.item -> `shop_copy`.`item` keys (1000, 2000]:\n    missing on target 1500\n    different         1234\n",
-			"  shop.item -> `shop_copy`.`item` keys (4000, end):\n    extra on target   999999\n",
+			"  shop.item -> `shop_copy`.`item` keys (4000, end):\n    extra on target   999999\n    and 5 more keys\n",
 			"  shop.log -> `shop_copy`.`log`: the rows differ (no key: compared whole, not repaired)\n",
 		} {
 			if !strings.Contains(r.stdout, want) {

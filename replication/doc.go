@@ -191,10 +191,12 @@
 //   - Equal sums: the chunk is equal. Different sums may be a change in
 //     (P, C]: the chunk's rows are then compared by key and hash, at a
 //     new P each time, VerifyOptions.Rechecks times, and only the keys
-//     that differ at every comparison are a confirmed difference —
-//     missing on the target, extra on the target, or changed. A key
-//     changed by the source between P and C differs in one comparison,
-//     not in all (unless the source writes that one key without pause).
+//     that differ at every comparison, with the same rows on both sides
+//     each time, are a confirmed difference — missing on the target,
+//     extra on the target, or changed. A key the source changed between
+//     P and C differs in one comparison, not in all; one it changes
+//     without pause (a hot counter) differs each time, but with other
+//     rows each time, and is not confirmed either.
 //
 // A table without a key is compared whole, the same way, but with no
 // key to tell a row changed after P from a wrong one, only a comparison

@@ -109,6 +109,10 @@ type ChunkDiff struct {
 	Missing [][]string `json:"missing,omitempty"` // on the source, not on the target
 	Extra   [][]string `json:"extra,omitempty"`   // on the target, not on the source
 	Changed [][]string `json:"changed,omitempty"` // on both, different
+	// Unlisted counts the differing keys beyond the first
+	// maxListedKeys, which are not listed (the report is kept in a
+	// coordination node, whose size is bounded).
+	Unlisted int `json:"unlisted,omitempty"`
 	// Repaired: the rows were rewritten and the chunk then compared equal.
 	Repaired bool `json:"repaired,omitempty"`
 
@@ -118,7 +122,10 @@ type ChunkDiff struct {
 }
 
 // Keys counts the differing keys.
-func (d *ChunkDiff) Keys() int { return len(d.Missing) + len(d.Extra) + len(d.Changed) }
+func (d *ChunkDiff) Keys() int { return len(d.Missing) + len(d.Extra) + len(d.Changed) + d.Unlisted }
+
+// maxListedKeys bounds the keys a ChunkDiff lists.
+const maxListedKeys = 100
 
 // verifier runs one Verify.
 type verifier struct {
@@ -336,8 +343,9 @@ func (v *verifier) keylessSame(ctx context.Context, tbl *copyTable) (same, decid
 
 // confirm compares the rows of the range (after, through] by their
 // hashes Rechecks times, each at a newer source position, and returns
-// the keys that differed every time (nil if none did: the chunk had
-// changed between a position and the target's read of it).
+// the keys that differed every time with the same rows on both sides
+// (nil if none did: the chunk had changed between a position and the
+// target's read of it).
 func (v *verifier) confirm(ctx context.Context, tbl *copyTable, after, through []keyValue) (*ChunkDiff, error) {
 	var last map[string]rowDiff
 	for i := range v.opts.Rechecks {
@@ -360,19 +368,23 @@ func (v *verifier) confirm(ctx context.Context, tbl *copyTable, after, through [
 			d, ok := dst[k]
 			switch {
 			case !ok:
-				diff[k] = rowDiff{s.key, 'm'}
+				diff[k] = rowDiff{s.key, 'm', s.hash, ""}
 			case d.hash != s.hash:
-				diff[k] = rowDiff{s.key, 'c'}
+				diff[k] = rowDiff{s.key, 'c', s.hash, d.hash}
 			}
 		}
 		for k, d := range dst {
 			if _, ok := src[k]; !ok {
-				diff[k] = rowDiff{d.key, 'x'}
+				diff[k] = rowDiff{d.key, 'x', "", d.hash}
 			}
 		}
 		if i > 0 {
-			for k := range diff {
-				if _, ok := last[k]; !ok {
+			// A key stays only if both sides hold the same rows as at the
+			// previous comparison: a row the source keeps changing (a hot
+			// counter) differs at every comparison while the target
+			// follows it, and is not a confirmed difference.
+			for k, d := range diff {
+				if l, ok := last[k]; !ok || l.src != d.src || l.dst != d.dst {
 					delete(diff, k)
 				}
 			}
@@ -386,6 +398,10 @@ func (v *verifier) confirm(ctx context.Context, tbl *copyTable, after, through [
 	for _, k := range slices.Sorted(mapKeys(last)) {
 		rd := last[k]
 		d.keys = append(d.keys, rd.key)
+		if len(d.keys) > maxListedKeys {
+			d.Unlisted++
+			continue
+		}
 		switch rd.kind {
 		case 'm':
 			d.Missing = append(d.Missing, showKey(rd.key))
@@ -411,8 +427,9 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 }
 
 type rowDiff struct {
-	key  []keyValue
-	kind byte // m missing, x extra, c changed
+	key      []keyValue
+	kind     byte   // m missing, x extra, c changed
+	src, dst string // the row's hash on each side ("" absent)
 }
 
 // atSnapshot runs fn in a new consistent snapshot of the source at its
@@ -478,7 +495,7 @@ func (v *verifier) atTarget(ctx context.Context, at Position, fn func(conn *sql.
 			t.Stop()
 			return ctx.Err()
 		}
-		pause = min(2*pause, 200*time.Millisecond)
+		pause = min(2*pause, 50*time.Millisecond)
 	}
 }
 
