@@ -80,6 +80,8 @@ func writeVerifyReport(w io.Writer, rep *core.VerifyReport) {
 		positionText(rep.Position), rep.Finished.Sub(rep.Started).Round(time.Millisecond), verifySummary(rep))
 	for _, t := range rep.Tables {
 		switch {
+		case t.Missing:
+			fmt.Fprintf(w, "  %s.%s -> %s: missing on the target\n", t.DB, t.Table, t.Target)
 		case t.Differs:
 			fmt.Fprintf(w, "  %s.%s -> %s: the rows differ (no key: compared whole, not repaired)\n", t.DB, t.Table, t.Target)
 		case t.Unverified:

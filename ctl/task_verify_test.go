@@ -55,7 +55,8 @@ func TestTaskVerifyVerb(t *testing.T) {
 					{After: []string{"1000"}, Through: []string{"2000"}, Changed: [][]string{{"1234"}}, Missing: [][]string{{"1500"}}},
 					{After: []string{"4000"}, Extra: [][]string{{"999999"}}, Unlisted: 5},
 				},
-			}, {DB: "shop", Table: "log", Target: "`shop_copy`.`log`", Chunks: 1, Rows: 500, Differs: true}},
+			}, {DB: "shop", Table: "log", Target: "`shop_copy`.`log`", Chunks: 1, Rows: 500, Differs: true},
+				{DB: "shop", Table: "gone", Target: "`shop_copy`.`gone`", Keyed: true, Missing: true}},
 		}
 		var seen core.VerifyOptions
 		env := Env{Engine: verifyEngine{core.NewMemEngine(100), rep, &seen}}
@@ -64,10 +65,11 @@ func TestTaskVerifyVerb(t *testing.T) {
 			t.Fatalf("verify with differences: %v\nwant exit 1", r)
 		}
 		for _, want := range []string{
-			"task copy_hot_item: verified 2 tables, 9 chunks, 4500 rows at mysql-bin.000003:4711 in 1.5s: 4 confirmed differences\n",
+			"task copy_hot_item: verified 3 tables, 9 chunks, 4500 rows at mysql-bin.000003:4711 in 1.5s: 4 confirmed differences\n",
 			"  shop.item -> `shop_copy`.`item` keys (1000, 2000]:\n    missing on target 1500\n    different         1234\n",
 			"  shop.item -> `shop_copy`.`item` keys (4000, end):\n    extra on target   999999\n    and 5 more keys\n",
 			"  shop.log -> `shop_copy`.`log`: the rows differ (no key: compared whole, not repaired)\n",
+			"  shop.gone -> `shop_copy`.`gone`: missing on the target\n",
 		} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("verify output lacks %q:\n%s", want, r.stdout)

@@ -276,6 +276,8 @@ func taskDataMismatch(in *Input, _ *Thresholds) []Finding {
 			switch {
 			case n > 0:
 				where = append(where, fmt.Sprintf("%s.%s (%d rows)", t.DB, t.Table, n))
+			case t.Missing:
+				where = append(where, fmt.Sprintf("%s.%s (missing on the target)", t.DB, t.Table))
 			case t.Differs:
 				where = append(where, fmt.Sprintf("%s.%s (no key)", t.DB, t.Table))
 			}

@@ -198,6 +198,8 @@
 //     without pause (a hot counter) differs each time, but with other
 //     rows each time, and is not confirmed either.
 //
+// A table the target lacks is one confirmed difference.
+//
 // A table without a key is compared whole, the same way, but with no
 // key to tell a row changed after P from a wrong one, only a comparison
 // where the target's checkpoint is exactly P confirms a difference; an

@@ -64,8 +64,8 @@ type VerifyReport struct {
 	Chunks int   `json:"chunks"`
 	Rows   int64 `json:"rows"`
 	// Differences counts the confirmed differences left: rows of keyed
-	// tables (missing, extra or changed on the target), and keyless
-	// tables whose checksum differs.
+	// tables (missing, extra or changed on the target), keyless tables
+	// whose checksum differs, and tables missing on the target.
 	Differences int `json:"differences"`
 	// Repaired counts the rows repaired (Repair) whose chunks then
 	// compared equal.
@@ -95,6 +95,8 @@ type TableVerify struct {
 	// Differs: a keyless table whose whole-table checksum differed with
 	// the target at the source's position.
 	Differs bool `json:"differs,omitempty"`
+	// Missing: the target has no such table (a confirmed difference).
+	Missing bool `json:"missing,omitempty"`
 	// Unverified: a keyless table whose comparison was not decided (see
 	// the package doc).
 	Unverified bool `json:"unverified,omitempty"`
@@ -223,6 +225,18 @@ func (v *verifier) table(ctx context.Context, db, table string) error {
 	}
 	tv := TableVerify{DB: db, Table: table, Target: qualified(tbl.spec.ToDB, tbl.spec.ToTable), Keyed: tbl.meta.key != nil}
 	defer func() { v.report.Tables = append(v.report.Tables, tv) }()
+	var n int
+	err = v.tgt.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+		tbl.spec.ToDB, tbl.spec.ToTable).Scan(&n)
+	if err != nil {
+		return connectError("target", v.tgt.sink.target, err)
+	}
+	if n == 0 {
+		tv.Missing = true
+		v.report.Differences++
+		v.r.log.Warn("verify: a table is missing on the target", "table", qualified(db, table), "target", tv.Target)
+		return nil
+	}
 	if !tv.Keyed {
 		same, decided, n, err := v.keylessSame(ctx, tbl)
 		tv.Chunks, tv.Rows = 1, n

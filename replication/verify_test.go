@@ -118,7 +118,8 @@ func TestVerifyEqualUnderLoad(t *testing.T) {
 // TestVerifyFindsAndRepairs: rows changed, deleted and added on the
 // target behind the task's back are reported by key, under load; a
 // repair rewrites them, and the next verify is clean. Then, with the
-// load stopped, a keyless table's difference is found.
+// load stopped, a keyless table's difference is found, and a table
+// missing on the target.
 func TestVerifyFindsAndRepairs(t *testing.T) {
 	db := "verify_diff"
 	source, target, r, rn := startVerifyPair(t, db)
@@ -167,6 +168,14 @@ func TestVerifyFindsAndRepairs(t *testing.T) {
 	rep = verifyNow(t, r, VerifyOptions{Tables: []string{db + ".nokey"}})
 	if len(rep.Tables) != 1 || !rep.Tables[0].Differs || rep.Differences != 1 {
 		t.Fatalf("keyless table with an extra row on the target: %+v", rep)
+	}
+
+	// A table gone from the target (written no more, so the task runs
+	// on) is a difference of its own.
+	target.Exec(t, "DROP TABLE "+db+".nokey")
+	rep = verifyNow(t, r, VerifyOptions{Tables: []string{db + ".nokey"}})
+	if len(rep.Tables) != 1 || !rep.Tables[0].Missing || rep.Differences != 1 {
+		t.Fatalf("table missing on the target: %+v", rep)
 	}
 	if err := rn.stop(); err != nil {
 		t.Fatal(err)
