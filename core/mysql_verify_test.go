@@ -2,12 +2,14 @@ package core
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
+	"github.com/shepherd-dev/shepherd/internal/duration"
 )
 
 // TestMySQLVerify: `shepherd ctl task verify` against a task a `shepherd
@@ -80,4 +82,60 @@ func ctlExit(t testing.TB, connect string, args ...string) (string, int) {
 		t.Fatalf("shepherd ctl %s: %v", strings.Join(args, " "), err)
 	}
 	return string(out) + stderr.String(), 0
+}
+
+// TestMySQLVerifyEvery: a task with verify: {every: 1s} is verified by
+// its owner while it runs: a row deleted on the target shows in the
+// stored report; after a repair the owner's next report is clean.
+func TestMySQLVerifyEvery(t *testing.T) {
+	onEachTarget(t, func(t *testing.T, tg *target) {
+		source, target := sharedMariaDB(t)
+		ctx := coordtest.Context(t, 3*time.Minute)
+		connect := chrootOf(t, tg)
+		a := NewAdmin(dial(t, connect, testSessionTimeout), "")
+		db := testDB("verify_every")
+		createWorkloadSchema(t, db, source, target)
+		task := "every_" + db
+		sp := mysqlSpec(task, db, source, target)
+		sp.Verify = VerifyPolicy{Every: duration.Duration(time.Second), ChunkRows: 500}
+		mustAdd(t, a, sp)
+		startCoreProc(t, connect, "a", "--task", task)
+		waitOwner(t, a, task, "a", StateRunning, 30*time.Second)
+		if err := load(ctx, source.DB(t), db, 0, 2_000, 200); err != nil {
+			t.Fatal(err)
+		}
+		waitSameTables(t, source, target, db, time.Minute)
+		target.Exec(t, "DELETE FROM "+db+".items WHERE id = 7")
+
+		report := func(want func(*VerifyReport) error) {
+			t.Helper()
+			coordtest.WaitFor(t, time.Minute, "the owner's verify report", func() error {
+				ts, err := a.Task(ctx, task)
+				if err != nil {
+					return err
+				}
+				if ts.Verify == nil {
+					return errors.New("no report yet")
+				}
+				return want(ts.Verify)
+			})
+		}
+		report(func(r *VerifyReport) error {
+			if r.Differences != 1 {
+				return fmt.Errorf("report with %d differences: %+v", r.Differences, r)
+			}
+			return nil
+		})
+		rep, err := a.Verify(ctx, task, VerifyOptions{Repair: true, Tables: []string{db + ".items"}}, DefaultEngine(), coordtest.Logger(t))
+		if err != nil || rep.Repaired != 1 {
+			t.Fatalf("repair: %v; %+v", err, rep)
+		}
+		repaired := rep.Finished
+		report(func(r *VerifyReport) error {
+			if r.Differences != 0 || !r.Started.After(repaired) || len(r.Tables) != 3 {
+				return fmt.Errorf("report of %s with %d differences in %d tables", r.Started, r.Differences, len(r.Tables))
+			}
+			return nil
+		})
+	})
 }

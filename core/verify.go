@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 
 	"github.com/shepherd-dev/shepherd/replication"
 )
@@ -77,15 +80,21 @@ func (a *Admin) Verify(ctx context.Context, name string, opts VerifyOptions, e E
 
 // storeVerify writes rep as task name's last verify report.
 func (a *Admin) storeVerify(ctx context.Context, name string, rep *VerifyReport) error {
+	return writeVerify(ctx, a.s, a.layout, name, rep)
+}
+
+// writeVerify writes rep as task name's last verify report: for
+// Admin.Verify, and for an owner's periodic verify (Spec.Verify).
+func writeVerify(ctx context.Context, s *recipe.Session, l Layout, name string, rep *VerifyReport) error {
 	data, err := json.Marshal(rep)
 	if err != nil {
 		return fmt.Errorf("core: task %q: encode verify report: %w", name, err)
 	}
-	p := a.layout.Verify(name)
-	err = a.retry(ctx, func() error {
-		_, err := a.s.Create(ctx, p, data, zk.FlagPersistent, a.s.NodeACL())
+	p := l.Verify(name)
+	err = s.Retry(ctx, func() error {
+		_, err := s.Create(ctx, p, data, zk.FlagPersistent, s.NodeACL())
 		if errors.Is(err, zk.ErrNodeExists) {
-			_, err = a.s.Set(ctx, p, data, -1) // the latest report wins
+			_, err = s.Set(ctx, p, data, -1) // the latest report wins
 		}
 		return err
 	})
@@ -93,6 +102,57 @@ func (a *Admin) storeVerify(ctx context.Context, name string, rep *VerifyReport)
 		return fmt.Errorf("core: task %q: write %s: %w", name, p, err)
 	}
 	return nil
+}
+
+// verifyEvery verifies the task with spec sp every sp.Verify.Every
+// until ctx ends (the term's run ends), through a replicator of its own,
+// and stores each report. A verify cut short by ctx stores nothing;
+// one that fails stores its report with the error.
+func (tm *term) verifyEvery(ctx context.Context, sp *Spec) {
+	t := tm.t
+	timer := time.NewTimer(sp.Verify.Every.D())
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		timer.Reset(sp.Verify.Every.D())
+		rep, err := tm.verifyOnce(ctx, sp)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && rep == nil {
+			t.log.Warn("periodic verify", "err", err)
+			continue
+		}
+		if err != nil {
+			t.log.Warn("periodic verify failed", "err", err)
+		} else {
+			t.log.Info("periodic verify", "chunks", rep.Chunks, "differences", rep.Differences)
+		}
+		if err := writeVerify(ctx, t.c.s, t.c.layout, t.name, rep); err != nil {
+			t.log.Warn("periodic verify: store the report", "err", err)
+		}
+	}
+}
+
+// verifyOnce runs one periodic verify; the report is nil when none
+// could start.
+func (tm *term) verifyOnce(ctx context.Context, sp *Spec) (*VerifyReport, error) {
+	rep, err := tm.t.c.cfg.Engine.Open(ctx, sp, tm.t.log)
+	if err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	defer rep.Close()
+	v, ok := rep.(Verifier)
+	if !ok {
+		return nil, fmt.Errorf("%w: the engine cannot compare rows", ErrVerifyUnsupported)
+	}
+	r, err := v.Verify(ctx, VerifyOptions{ChunkRows: sp.Verify.ChunkRows, Epoch: tm.epoch})
+	r.Task = tm.t.name
+	return &r, err
 }
 
 // readVerify reads a task's last verify report; nil when it has none.
