@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -307,7 +308,7 @@ func (v *verifier) chunk(ctx context.Context, tbl *copyTable, after []keyValue) 
 			return err
 		}
 		if src, err = sumOf(ctx, conn, tbl, tbl.spec.DB, tbl.spec.Table, after, through); err != nil {
-			return v.r.verifyError("source", tbl, err)
+			return v.r.sourceReadError(tbl, err)
 		}
 		return v.atTarget(ctx, at, func(tconn *sql.Conn, _ Position) (err error) {
 			dst, err = sumOf(ctx, tconn, tbl, tbl.spec.ToDB, tbl.spec.ToTable, after, through)
@@ -332,7 +333,7 @@ func (v *verifier) keylessSame(ctx context.Context, tbl *copyTable) (same, decid
 		err := v.atSnapshot(ctx, func(conn *sql.Conn, at Position) error {
 			var err error
 			if src, err = sumOf(ctx, conn, tbl, tbl.spec.DB, tbl.spec.Table, nil, nil); err != nil {
-				return v.r.verifyError("source", tbl, err)
+				return v.r.sourceReadError(tbl, err)
 			}
 			return v.atTarget(ctx, at, func(tconn *sql.Conn, c Position) (err error) {
 				cmp, _ := ComparePositions(v.r.flavor, c, at)
@@ -367,7 +368,7 @@ func (v *verifier) confirm(ctx context.Context, tbl *copyTable, after, through [
 		err := v.atSnapshot(ctx, func(conn *sql.Conn, at Position) error {
 			var err error
 			if src, err = hashesOf(ctx, conn, tbl, tbl.spec.DB, tbl.spec.Table, after, through); err != nil {
-				return v.r.verifyError("source", tbl, err)
+				return v.r.sourceReadError(tbl, err)
 			}
 			return v.atTarget(ctx, at, func(tconn *sql.Conn, _ Position) (err error) {
 				dst, err = hashesOf(ctx, tconn, tbl, tbl.spec.ToDB, tbl.spec.ToTable, after, through)
@@ -409,7 +410,7 @@ func (v *verifier) confirm(ctx context.Context, tbl *copyTable, after, through [
 		last = diff
 	}
 	d := &ChunkDiff{After: showKey(after), Through: showKey(through), after: after, through: through}
-	for _, k := range slices.Sorted(mapKeys(last)) {
+	for _, k := range slices.Sorted(maps.Keys(last)) {
 		rd := last[k]
 		d.keys = append(d.keys, rd.key)
 		if len(d.keys) > maxListedKeys {
@@ -428,16 +429,6 @@ func (v *verifier) confirm(ctx context.Context, tbl *copyTable, after, through [
 	v.r.log.Warn("verify: confirmed difference", "table", qualified(tbl.spec.DB, tbl.spec.Table),
 		"after", d.After, "through", d.Through, "missing", len(d.Missing), "extra", len(d.Extra), "changed", len(d.Changed))
 	return d, nil
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 type rowDiff struct {
@@ -513,9 +504,9 @@ func (v *verifier) atTarget(ctx context.Context, at Position, fn func(conn *sql.
 	}
 }
 
-func (r *Replicator) verifyError(role string, tbl *copyTable, err error) error {
-	e := r.cfg.Source
-	return connectError(role, e, fmt.Errorf("verify read of %s: %w", qualified(tbl.spec.DB, tbl.spec.Table), err))
+// sourceReadError is a failed read of tbl on the source.
+func (r *Replicator) sourceReadError(tbl *copyTable, err error) error {
+	return connectError("source", r.cfg.Source, fmt.Errorf("verify read of %s: %w", qualified(tbl.spec.DB, tbl.spec.Table), err))
 }
 
 // rowHashExpr is the hash of a row, the same text on both servers for
@@ -644,7 +635,7 @@ func (v *verifier) boundary(ctx context.Context, conn *sql.Conn, tbl *copyTable,
 		return nil, nil
 	}
 	if err != nil {
-		return nil, v.r.verifyError("source", tbl, err)
+		return nil, v.r.sourceReadError(tbl, err)
 	}
 	return scanKey(tbl, text), nil
 }
@@ -830,12 +821,12 @@ func (v *verifier) repairOnce(ctx context.Context, tbl *copyTable, d *ChunkDiff)
 			}
 			r, err := sconn.QueryContext(ctx, "SELECT "+tbl.cols+" FROM "+qualified(tbl.spec.DB, tbl.spec.Table)+" WHERE "+keyEqual(tbl)+" LIMIT ?", append(args, 1)...)
 			if err != nil {
-				return v.r.verifyError("source", tbl, err)
+				return v.r.sourceReadError(tbl, err)
 			}
 			got, err := scanRows(r, tbl, 1)
 			r.Close()
 			if err != nil {
-				return v.r.verifyError("source", tbl, err)
+				return v.r.sourceReadError(tbl, err)
 			}
 			if len(got) == 1 {
 				present[i] = true
