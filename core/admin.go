@@ -40,6 +40,10 @@ type TaskStatus struct {
 	LastCommit *LastCommit `json:"lastCommit,omitempty"`
 	// LastCommitError says why lastCommit could not be read.
 	LastCommitError string `json:"lastCommitError,omitempty"`
+	// Verify is the last verify report (Admin.Verify), nil when none was
+	// stored; VerifyError says why it could not be read.
+	Verify      *VerifyReport `json:"verify,omitempty"`
+	VerifyError string        `json:"verifyError,omitempty"`
 	// Instances are in line order: the first owns the task.
 	Instances []Instance `json:"instances"`
 	// Stray are instances registered the wrong way: hot-standby cores
@@ -168,6 +172,9 @@ func (a *Admin) Task(ctx context.Context, name string) (TaskStatus, error) {
 		ts.LastCommitError = err.Error()
 	case exists:
 		ts.LastCommit = &lc
+	}
+	if ts.Verify, err = a.readVerify(ctx, name); err != nil {
+		ts.VerifyError = err.Error()
 	}
 	if ts.Instances, err = a.instances(ctx, dir); err != nil {
 		return ts, fmt.Errorf("core: task %q: %w", name, err)
@@ -347,7 +354,7 @@ func (a *Admin) RemoveTask(ctx context.Context, name string) error {
 		}
 		return fmt.Errorf("%w: %s has instances %s: %s", ErrTaskBusy, name, strings.Join(names, ", "), hint)
 	}
-	paths := []string{a.layout.LastCommit(name), a.layout.SwitchSource(name), a.layout.Instances(name)}
+	paths := []string{a.layout.LastCommit(name), a.layout.SwitchSource(name), a.layout.Verify(name), a.layout.Instances(name)}
 	if ts.Spec != nil && ts.Spec.Standby.Mode == ModeCold {
 		paths = append(paths, a.layout.GroupInstances(ts.Spec.Standby.Group, name), a.layout.GroupTask(ts.Spec.Standby.Group, name))
 	}

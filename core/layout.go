@@ -16,6 +16,7 @@ const DefaultRoot = "/mysql_replicator"
 //	<root>/tasks/<task>/instances/<host>-<seq>           hot standby instances
 //	<root>/tasks/<task>/lastCommit                       checkpoint mirror
 //	<root>/tasks/<task>/switchSource                     an operator's request to change source
+//	<root>/tasks/<task>/verify                           the last verify report (JSON)
 //	<root>/tasks-groups/<group>/<task>                   cold group membership
 //	<root>/tasks-groups/<group>/<task>/instances/<host>-<seq>
 //	<root>/cores/<group>/<host>                          live cores of a group (EPHEMERAL)
@@ -48,6 +49,9 @@ func (l Layout) LastCommit(task string) string { return l.Task(task) + "/lastCom
 // SwitchSource is a task's pending request to read from another source
 // candidate (Admin.SwitchSource); the core that serves it deletes it.
 func (l Layout) SwitchSource(task string) string { return l.Task(task) + "/switchSource" }
+
+// Verify is a task's last verify report (Admin.Verify).
+func (l Layout) Verify(task string) string { return l.Task(task) + "/verify" }
 
 // Groups is the directory of the cold groups.
 func (l Layout) Groups() string { return l.Root + "/tasks-groups" }

@@ -84,6 +84,9 @@ type Spec struct {
 	Start string `json:"start" yaml:"start"`
 	// Snapshot tunes the copy of start: snapshot.
 	Snapshot Snapshot `json:"snapshot,omitzero" yaml:"snapshot"`
+	// Verify makes the task's owner verify it periodically (as shepherd
+	// ctl task verify does, without repair).
+	Verify VerifyPolicy `json:"verify,omitzero" yaml:"verify"`
 	// Standby is how instances share the task.
 	Standby Standby `json:"standby" yaml:"standby"`
 	// State is the desired state, "running" or "stopped".
@@ -463,6 +466,19 @@ type Snapshot struct {
 	MaxRowsPerSecond int `json:"maxRowsPerSecond,omitempty" yaml:"maxRowsPerSecond"`
 }
 
+// VerifyPolicy is Spec.Verify: the owner's periodic verify of its task
+// (docs/replication.md#verify), whose report it keeps in the task's
+// verify node, where task show and the monitor's TaskDataMismatch read
+// it.
+type VerifyPolicy struct {
+	// Every is the time from one verify's start to the next, while the
+	// owner runs the task; 0 never verifies.
+	Every duration.Duration `json:"every,omitempty" yaml:"every"`
+	// ChunkRows is the rows of a keyed table per chunk; 0 is the
+	// default (1000).
+	ChunkRows int `json:"chunkRows,omitempty" yaml:"chunkRows"`
+}
+
 // Limits of a spec's values.
 const (
 	maxNameLen   = 128
@@ -679,6 +695,17 @@ func (sp *Spec) Validate() error {
 		bad("start", "%v", err)
 	}
 	sp.validateSnapshot(bad)
+	if v := sp.Verify; v != (VerifyPolicy{}) {
+		switch {
+		case !sp.Target.IsMySQL():
+			bad("verify", "a %s target cannot be verified; only a MySQL or MariaDB one", sp.Target.Kind)
+		case v.Every.D() < time.Second:
+			bad("verify.every", "%s: want 1s or more (hours, for a large database)", v.Every.D())
+		}
+		if v.ChunkRows < 0 || v.ChunkRows > maxChunkRows {
+			bad("verify.chunkRows", "%d: want 0 (default) to %d", v.ChunkRows, maxChunkRows)
+		}
+	}
 	switch sp.Standby.Mode {
 	case ModeHot:
 		if sp.Standby.Group != "" {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const goodYAML = `
@@ -88,6 +89,9 @@ func TestParseSpecErrorsNameTheField(t *testing.T) {
 		{"snapshot fields", base + "start: snapshot\nsnapshot: {threads: 4, chunkRows: -1, maxRowsPerSecond: -5}\n",
 			[]string{"snapshot.threads: 4", "snapshot.chunkRows: -1", "snapshot.maxRowsPerSecond: -5"}},
 		{"snapshot without start", base + "snapshot: {chunkRows: 10}\n", []string{"snapshot: only with start: snapshot"}},
+		{"verify fields", base + "verify: {every: 10ms, chunkRows: -1}\n", []string{"verify.every: 10ms", "verify.chunkRows: -1"}},
+		{"verify of nats", "name: t1\nsource: {host: a, user: u}\ntarget: {kind: nats, url: 'nats://x:1', stream: S}\nverify: {every: 1h}\n",
+			[]string{"verify: a nats target cannot be verified"}},
 		{"snapshot to nats", "name: t1\nsource: {host: a, user: u}\ntarget: {kind: nats, url: 'nats://x:1', stream: S}\nstart: snapshot\n",
 			[]string{"start: snapshot", "nats"}},
 	} {
@@ -402,5 +406,29 @@ func TestSnapshotSpec(t *testing.T) {
 	}
 	if strings.Contains(string(plain.Marshal()), "snapshot") {
 		t.Errorf("a spec without a snapshot stores one:\n%s", plain.Marshal())
+	}
+}
+
+// TestVerifySpec: verify: {every, chunkRows} parses, stores and reads
+// back; a spec without it stores none.
+func TestVerifySpec(t *testing.T) {
+	doc := "name: t1\nsource: {host: a, user: u, flavor: mariadb}\ntarget: {host: b, user: u}\nverify: {every: 6h, chunkRows: 500}\n"
+	sp, err := ParseSpec([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Verify.Every.D() != 6*time.Hour || sp.Verify.ChunkRows != 500 {
+		t.Fatalf("verify = %+v", sp.Verify)
+	}
+	back, err := decodeStoredSpec(sp.Name, sp.Marshal())
+	if err != nil || back.Verify != sp.Verify {
+		t.Fatalf("stored form does not round-trip (%v):\n%s", err, sp.Marshal())
+	}
+	plain, err := ParseSpec([]byte("name: t1\nsource: {host: a, user: u}\ntarget: {host: b, user: u}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain.Marshal()), "verify") {
+		t.Errorf("a spec without verify stores %s", plain.Marshal())
 	}
 }

@@ -195,6 +195,13 @@ func (tm *term) runOnce(ctx context.Context, sp *Spec, key specKey) error {
 		defer wg.Done()
 		tm.watchSource(runCtx, cancel, sp, active, rep)
 	}()
+	if sp.Verify.Every > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tm.verifyEvery(runCtx, &onActive)
+		}()
+	}
 	err = rep.Run(runCtx, from, tm.epoch, tm.owner, tm.onProgress)
 	cause := context.Cause(runCtx)
 	cancel(nil)

@@ -86,7 +86,7 @@ files are read in name order; two specs may not name the same task.`,
 	subs = append(subs, r.taskActionCommands()...)
 	return &cli.Command{
 		Name:      "task",
-		Usage:     "manage replication tasks: add, check, list, groups, show, start, stop, rm, reset-epoch, handover, reset-position, skip-event, switch-source",
+		Usage:     "manage replication tasks: add, check, list, groups, show, start, stop, rm, reset-epoch, handover, reset-position, skip-event, switch-source, verify",
 		ArgsUsage: "[--root path] add|check|list|groups|show|start|stop|rm|reset-epoch [args]",
 		Description: `  add [--replace] -f spec       add tasks from YAML or JSON specs: a file of one or
                                 more (--- separated), a directory of spec files,
@@ -111,6 +111,10 @@ files are read in name order; two specs may not name the same task.`,
                                 source transaction its failure names
   switch-source --to h:p <task> read from another source candidate (source.hosts),
                                 resuming by GTID (docs/replication.md#source-failover)
+  verify [--tables db.t,…] [--repair] <task>
+                                compare a running task's source and target chunk by
+                                chunk; list the keys that differ (exit 1 if any);
+                                --repair rewrites them (docs/replication.md#verify)
 
 Replication tasks live under /mysql_replicator (--root, or SHEPHERD_REPLICATION_ROOT):
 tasks/<task> holds the spec, tasks/<task>/instances the cores standing by for it

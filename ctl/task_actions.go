@@ -41,7 +41,7 @@ Refused behind the target's checkpoint, or when it cannot be ordered against it
 		Usage:     "move a stopped task that failed for good past the source transaction its failure names",
 		ArgsUsage: "task",
 		Action:    r.taskSkipEvent,
-	}, r.switchSourceCommand()}
+	}, r.switchSourceCommand(), r.verifyCommand()}
 }
 
 func (r *runner) taskHandover(c *cli.Context) error {

@@ -151,6 +151,12 @@ func writeTaskShow(w io.Writer, ts *core.TaskStatus, v cluster.TaskView, now tim
 	default:
 		line("lastCommit", "none yet")
 	}
+	switch rep := ts.Verify; {
+	case rep != nil:
+		line("verify", "%s (%s, %d chunks at %s)", verifySummary(rep), ago(rep.Finished, now), rep.Chunks, positionText(rep.Position))
+	case ts.VerifyError != "":
+		line("verify", "unreadable: %s", ts.VerifyError)
+	}
 	tw.Flush()
 	fmt.Fprintln(w, "instances:")
 	writeInstances(w, ts.Instances, now)

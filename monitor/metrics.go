@@ -142,6 +142,7 @@ var (
 	descCheckpointAge     = desc("shepherd_task_checkpoint_age_seconds", "Age of the task's lastCommit.", "task")
 	descPurgeRisk         = desc("shepherd_task_binlog_purge_risk", "1 if the binary log the task's checkpoint needs is at risk (BinlogPurgeRisk).", "task")
 	descPurged            = desc("shepherd_task_binlog_purged", "1 if the binary log the task's checkpoint needs is gone (BinlogPurged).", "task")
+	descVerifyDiffs       = desc("shepherd_task_verify_differences", "Confirmed differences between source and target in the task's last verify report (TaskDataMismatch); absent before the first verify.", "task")
 	descFailoverUnsafe    = desc("shepherd_task_source_failover_unsafe", "1 if no source candidate of the task could take over now (SourceFailoverUnsafe).", "task")
 	descJobLastSuccess    = desc("shepherd_job_last_success_timestamp_seconds", "End of the job's newest successful run.", "job")
 	descJobLastFailure    = desc("shepherd_job_last_failure_timestamp_seconds", "End of the job's newest failed or timed-out run.", "job")
@@ -225,6 +226,9 @@ func (x *metrics) Collect(ch chan<- prometheus.Metric) {
 		g(descTaskFailed, b(failed), ts.Name)
 		if o, ok := ts.Owner(); ok && o.State.State == core.StateRunning {
 			g(descTaskReportedLag, o.State.LagSeconds, ts.Name)
+		}
+		if ts.Verify != nil {
+			g(descVerifyDiffs, float64(ts.Verify.Differences), ts.Name)
 		}
 		if ts.LastCommit != nil && !ts.LastCommit.Time.IsZero() {
 			g(descCheckpointAge, now.Sub(ts.LastCommit.Time).Seconds(), ts.Name)

@@ -113,6 +113,10 @@ const (
 	RuleServiceNoHealthyAddress = "ServiceNoHealthyAddress"
 )
 
+// RuleTaskDataMismatch: the task's last verify found rows that differ
+// between source and target.
+const RuleTaskDataMismatch = "TaskDataMismatch"
+
 // Rules returns every rule with its default hold time. Config.Hold
 // overrides hold times by name.
 func Rules() []Rule {
@@ -127,6 +131,7 @@ func Rules() []Rule {
 		// A replica a little behind its primary is normal: the hold
 		// lets it catch up before anyone is told.
 		{RuleSourceFailoverUnsafe, 2 * time.Minute, sourceFailoverUnsafe},
+		{RuleTaskDataMismatch, 0, taskDataMismatch},
 		{RuleJobFailed, 0, jobFailed},
 		{RuleJobMissed, 0, jobMissed},
 		{RuleJobTooLong, 0, jobTooLong},
@@ -149,7 +154,7 @@ func Rules() []Rule {
 var ruleSection = map[string]cluster.Section{
 	RuleTaskFailed: cluster.SectionTasks, RuleTaskNotRunning: cluster.SectionTasks, RuleTaskNoStandby: cluster.SectionTasks,
 	RuleReplicationLag: cluster.SectionTasks, RuleCheckpointStale: cluster.SectionTasks,
-	RuleBinlogPurgeRisk: cluster.SectionTasks, RuleBinlogPurged: cluster.SectionTasks,
+	RuleBinlogPurgeRisk: cluster.SectionTasks, RuleBinlogPurged: cluster.SectionTasks, RuleTaskDataMismatch: cluster.SectionTasks,
 	RuleJobFailed: cluster.SectionJobs, RuleJobMissed: cluster.SectionJobs, RuleJobTooLong: cluster.SectionJobs, RuleJobNoSuccess: cluster.SectionJobs,
 	RuleJobWaitingOnTask: cluster.SectionJobs,
 	RuleCollectorDead:    cluster.SectionCollectors, RuleSourceUnassigned: cluster.SectionCollectors, RuleCollectorLagging: cluster.SectionCollectors,
@@ -253,6 +258,41 @@ func taskFailed(in *Input, _ *Thresholds) []Finding {
 			out = append(out, taskFinding(RuleTaskFailed, Critical, ts, "task "+ts.Name+" "+why,
 				"fix the cause, then retry with: shepherd ctl task start "+ts.Name))
 		}
+	}
+	return out
+}
+
+// taskDataMismatch: the last verify report (shepherd ctl task verify)
+// has confirmed differences. It resolves with the next verify that finds
+// none (after a repair, or a re-copy).
+func taskDataMismatch(in *Input, _ *Thresholds) []Finding {
+	var out []Finding
+	for _, ts := range in.Snap.Tasks {
+		rep := ts.Verify
+		if rep == nil || rep.Differences == 0 {
+			continue
+		}
+		var where []string
+		for _, t := range rep.Tables {
+			n := 0
+			for _, d := range t.Diffs {
+				if !d.Repaired {
+					n += d.Keys()
+				}
+			}
+			switch {
+			case n > 0:
+				where = append(where, fmt.Sprintf("%s.%s (%d rows)", t.DB, t.Table, n))
+			case t.Missing:
+				where = append(where, fmt.Sprintf("%s.%s (missing on the target)", t.DB, t.Table))
+			case t.Differs:
+				where = append(where, fmt.Sprintf("%s.%s (no key)", t.DB, t.Table))
+			}
+		}
+		out = append(out, taskFinding(RuleTaskDataMismatch, Critical, ts,
+			fmt.Sprintf("task %s's target differs from its source: %d confirmed differences in %s (verify of %s)",
+				ts.Name, rep.Differences, strings.Join(where, ", "), rep.Finished.UTC().Format(time.RFC3339)),
+			"see the keys with: shepherd ctl --json task show "+ts.Name+"; rewrite them with: shepherd ctl task verify --repair "+ts.Name))
 	}
 	return out
 }

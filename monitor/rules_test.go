@@ -37,6 +37,17 @@ func withFollowed(ts core.TaskStatus, followed string) core.TaskStatus {
 	return ts
 }
 
+// withVerify gives the task a last verify report with n confirmed
+// differences.
+func withVerify(ts core.TaskStatus, n int) core.TaskStatus {
+	rep := core.VerifyReport{Task: ts.Name, Finished: t0, Chunks: 4, Differences: n}
+	if n > 0 {
+		rep.Tables = []core.TableVerify{{DB: "shop", Table: "item", Keyed: true, Diffs: []core.ChunkDiff{{Missing: make([][]string, n)}}}}
+	}
+	ts.Verify = &rep
+	return ts
+}
+
 func withCommit(ts core.TaskStatus, p core.Position, at time.Time) core.TaskStatus {
 	ts.LastCommit = &core.LastCommit{File: p.File, Pos: p.Pos, GTID: p.GTID, Server: p.Server, Time: at}
 	return ts
@@ -150,6 +161,11 @@ func TestRulesFindWhatTheyName(t *testing.T) {
 			c.Instances = task("x", core.StateRunning).Instances
 			return c
 		}()}}}, nil},
+
+		{"verify found differences", RuleTaskDataMismatch, Input{Snap: &cluster.Snapshot{Tasks: []core.TaskStatus{withVerify(task("t", core.StateRunning), 3)}}},
+			[]string{`TaskDataMismatch{severity="critical",task="t"}`}},
+		{"verify found none", RuleTaskDataMismatch, Input{Snap: &cluster.Snapshot{Tasks: []core.TaskStatus{withVerify(task("t", core.StateRunning), 0)}}}, nil},
+		{"never verified", RuleTaskDataMismatch, Input{Snap: &cluster.Snapshot{Tasks: []core.TaskStatus{task("t", core.StateRunning)}}}, nil},
 
 		{"checkpoint file purged", RuleBinlogPurged, Input{
 			Snap:    &cluster.Snapshot{Tasks: []core.TaskStatus{withCommit(task("t"), pos("b.000002", 100), t0.Add(-time.Hour))}},

@@ -168,6 +168,74 @@
 // throttles the copy. Only the MySQL sink copies yet; the NATS sink
 // refuses start: snapshot (ErrSnapshotUnsupported).
 //
+// # Verify
+//
+// Replicator.Verify (shepherd ctl task verify) proves the target equals
+// the source, or says where it does not, while the task runs and the
+// source takes writes. For each included table (routes applied) with a
+// key — the key the applier identifies rows by — it walks chunks of
+// VerifyOptions.ChunkRows rows in key order, with the copy's key order
+// and range conditions (snapshot.go). A chunk is a key range
+// (after, through], its upper key read from the source; the first and
+// last chunks are open, so that rows the target has beyond the source's
+// keys are in one.
+//
+//   - The source's checksum of the chunk is read in a consistent snapshot
+//     at a known binlog position P (startSnapshot, as the copy opens
+//     them: no lock on MariaDB), opened for that chunk alone: the count
+//     of rows and the sum of the first 60 bits of each row's MD5, an
+//     order-free sum that counts duplicates. A row's hash is of every
+//     column as text in one CONCAT_WS: character and binary strings as
+//     the hex of their bytes (no character set conversion, and no
+//     collation: 'a' and 'A' differ), ENUM, SET and BIT as numbers, NULL
+//     as N, which no hex or number text equals. The same query runs on
+//     the target, so identical rows give identical sums when both servers
+//     store and render the values alike (the same flavor; MySQL and
+//     MariaDB may print a FLOAT differently).
+//   - The target's checksum is read in a consistent snapshot of the
+//     target whose checkpoint row is at or after P: the target as of a
+//     position C ≥ P. Verify waits for it (VerifyOptions.Wait); a task
+//     that is not running fails the verify there.
+//   - Equal sums: the chunk is equal. Different sums may be a change in
+//     (P, C]: the chunk's rows are then compared by key and hash, at a
+//     new P each time, VerifyOptions.Rechecks times, and only the keys
+//     that differ at every comparison, with the same rows on both sides
+//     each time, are a confirmed difference — missing on the target,
+//     extra on the target, or changed. A key the source changed between
+//     P and C differs in one comparison, not in all; one it changes
+//     without pause (a hot counter) differs each time, but with other
+//     rows each time, and is not confirmed either.
+//
+// A table the target lacks is one confirmed difference.
+//
+// A table without a key is compared whole, the same way, but with no
+// key to tell a row changed after P from a wrong one, only a comparison
+// where the target's checkpoint is exactly P confirms a difference; an
+// equal one at C ≥ P settles equality. When neither happens within
+// 10×Rechecks comparisons (writes to the table never pause), the table
+// is reported unverified rather than different.
+//
+// Repair (VerifyOptions.Repair) rewrites the confirmed keys of a keyed
+// table on the target, not through the running task's applier (which
+// belongs to another process, its owner), but in a transaction of its
+// own fenced the same way: it locks the task's checkpoint row
+// (SELECT … FOR UPDATE) and goes on only while its epoch is not larger
+// than the repair's (the epoch the checkpoint held when the verify
+// began, or the one given); a newer owner fails it with ErrFenced. While
+// it holds the lock the applier cannot commit, so the target stays at
+// its checkpoint C; the repair reads the source's rows of those keys in
+// a snapshot at P ≥ C, deletes the keys the source lacks, REPLACEs the
+// others, and commits. A change to one of those keys in (C, P] is
+// applied again by the applier afterwards, as the full row image it is
+// (REPLACE or DELETE by key), so the target converges to the source.
+// The chunk is compared again after the repair. Keyless tables are not
+// repaired: with no key, a row cannot be rewritten alone.
+//
+// The source is never locked beyond one chunk's read (on MySQL,
+// startSnapshot's FLUSH TABLES WITH READ LOCK for three statements); the
+// target's checkpoint row is locked only by a repair, for the reads and
+// writes of one chunk's keys.
+//
 // # Failures
 //
 // Lost connections, server restarts, a silent source (nothing, not even

@@ -727,46 +727,15 @@ func (c *copier) showCreate(ctx context.Context, tbl *copyTable) (string, error)
 // readChunk reads up to ChunkRows rows of a keyed table after key (nil:
 // from the first), in key order, from the snapshot.
 func (c *copier) readChunk(ctx context.Context, tbl *copyTable, key []keyValue) ([][]any, error) {
-	var q strings.Builder
-	q.WriteString("SELECT " + tbl.cols + " FROM " + qualified(tbl.spec.DB, tbl.spec.Table))
-	var args []any
-	if key != nil {
-		// (k1 > v1) OR (k1 = v1 AND k2 > v2) OR …, which every
-		// optimizer turns into a range.
-		q.WriteString(" WHERE ")
-		for i := range tbl.meta.key {
-			if i > 0 {
-				q.WriteString(" OR ")
-			}
-			q.WriteString("(")
-			for j := 0; j <= i; j++ {
-				op := " = "
-				if j == i {
-					op = " > "
-				}
-				if j > 0 {
-					q.WriteString(" AND ")
-				}
-				q.WriteString(quoteIdent(tbl.meta.cols[tbl.meta.key[j]].name) + op + tbl.keyExpr[j])
-				v, err := key[j].param()
-				if err != nil {
-					return nil, err
-				}
-				args = append(args, v)
-			}
-			q.WriteString(")")
-		}
+	// (k1 > v1) OR (k1 = v1 AND k2 > v2) OR …, which every optimizer
+	// turns into a range.
+	where, args, err := keyRange(tbl, key, nil)
+	if err != nil {
+		return nil, err
 	}
-	q.WriteString(" ORDER BY ")
-	for i, k := range tbl.meta.key {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString(quoteIdent(tbl.meta.cols[k].name))
-	}
-	q.WriteString(" LIMIT ?")
+	q := "SELECT " + tbl.cols + " FROM " + qualified(tbl.spec.DB, tbl.spec.Table) + where + keyOrder(tbl) + " LIMIT ?"
 	args = append(args, c.cfg.ChunkRows)
-	rows, err := c.snap.conn.QueryContext(ctx, q.String(), args...)
+	rows, err := c.snap.conn.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, c.readError(tbl, err)
 	}

@@ -48,6 +48,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/v1/tasks/{task}/switch-source", auth.Operator, s.apiSwitchSource)
 	s.handle("POST /api/v1/tasks/{task}/reset-position", auth.Admin, s.apiResetPosition)
 	s.handle("POST /api/v1/tasks/{task}/skip-event", auth.Admin, s.apiSkipEvent)
+	s.handle("POST /api/v1/tasks/{task}/verify", auth.Operator, s.apiVerify)
 	s.handle("GET /api/v1/jobs", auth.Viewer, s.fromSnapshot(func(snap *Snapshot) map[string]any {
 		return map[string]any{"jobs": snap.Jobs, "schedulers": snap.Schedulers, "error": snap.Errors[cluster.SectionJobs]}
 	}))
@@ -477,6 +478,36 @@ func (s *Server) apiSkipEvent(w http.ResponseWriter, r *http.Request, p principa
 		return err
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// verifyRequest is the body of verify: the tables (db.table, none:
+// all) and whether to repair, which writes to the target and needs the
+// admin role.
+type verifyRequest struct {
+	Tables []string `json:"tables"`
+	Repair bool     `json:"repair"`
+}
+
+// apiVerify compares the task's source and target (ctl task verify) and
+// answers with the report, which is also kept in the task's verify node.
+// A report with differences is a 200: the verify ran.
+func (s *Server) apiVerify(w http.ResponseWriter, r *http.Request, p principal) error {
+	name := r.PathValue("task")
+	var req verifyRequest
+	if err := readJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Repair && !p.Role.Allows(auth.Admin) {
+		return errorf(http.StatusForbidden, "forbidden", "a repair writes to the target: this needs the admin role; "+p.User+" is "+string(p.Role))
+	}
+	rep, err := s.tasks.Verify(r.Context(), name, core.VerifyOptions{Tables: req.Tables, Repair: req.Repair}, s.deps.Engine, s.log)
+	s.record(r, p, "task.verify", "task/"+name, nil, map[string]any{"repair": req.Repair, "tables": req.Tables,
+		"chunks": rep.Chunks, "differences": rep.Differences, "repaired": rep.Repaired}, err)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
 	return nil
 }
 

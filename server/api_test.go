@@ -280,6 +280,7 @@ func TestEveryRouteChecksTheRole(t *testing.T) {
 		{"POST", "/api/v1/tasks/orders/start", "{}", "operator"},
 		{"POST", "/api/v1/tasks/orders/handover", "{}", "operator"},
 		{"POST", "/api/v1/tasks/orders/switch-source", `{"to":"nowhere.test:3306"}`, "operator"},
+		{"POST", "/api/v1/tasks/orders/verify", `{}`, "operator"},
 		{"POST", "/api/v1/jobs/nightly/pause", "{}", "operator"},
 		{"POST", "/api/v1/jobs/nightly/resume", "{}", "operator"},
 		{"POST", "/api/v1/jobs/nightly/run", "{}", "operator"},
@@ -301,6 +302,8 @@ func TestEveryRouteChecksTheRole(t *testing.T) {
 		{"PUT", "/api/v1/tasks/orders", specJSON, "admin"},
 		{"POST", "/api/v1/tasks/orders/reset-position", `{"position":"mysql-bin.000001:4","confirm":"orders"}`, "admin"},
 		{"POST", "/api/v1/tasks/orders/skip-event", `{"confirm":"orders"}`, "admin"},
+		// A repair writes to the target.
+		{"POST", "/api/v1/tasks/orders/verify", `{"repair":true}`, "admin"},
 		{"POST", "/api/v1/sources", `{"add":["file:///var/log/app/*.log"]}`, "admin"},
 		{"DELETE", "/api/v1/tasks/second", "", "admin"},
 		{"GET", "/new/job", "", "admin"},

@@ -149,6 +149,27 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	b.run("reload the task page", chromedp.Navigate(hs.URL+"/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#task-state")))
 	b.shot("task")
 
+	// Verify: source and target compare equal, and the report is kept.
+	b.run("verify", chromedp.Click(chromedp.CSS("#verify")))
+	b.waitContains("#flash", "Equal (")
+	// The page shows the report once the console's snapshot (read every
+	// second) has it: reloaded until then.
+	coordtest.WaitFor(t, 30*time.Second, "the task page to show the verify report", func() error {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer cancel()
+		if _, err := chromedp.Run(ctx, chromedp.Steps(chromedp.Navigate(hs.URL+"/tasks/orders"), chromedp.WaitVisible(chromedp.CSS("#task-state")))); err != nil {
+			return err
+		}
+		text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.getElementById("last-verify") || {}).textContent || ""`))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(text, "Equal") {
+			return fmt.Errorf("last verify reads %q", text)
+		}
+		return nil
+	})
+
 	// Switch the source to the replica, once it has the two rows too.
 	coordtest.WaitFor(t, 30*time.Second, "the replica to have the rows", func() error {
 		var n int

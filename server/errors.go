@@ -62,6 +62,7 @@ func classify(err error) *apiError {
 		{core.ErrPositionNotOnSource, http.StatusConflict, "position_not_on_source"},
 		{core.ErrNoFailure, http.StatusConflict, "no_failure"},
 		{core.ErrNotCandidate, http.StatusBadRequest, "not_candidate"},
+		{core.ErrVerifyUnsupported, http.StatusBadRequest, "unsupported"},
 		{auth.ErrNoUser, http.StatusNotFound, "not_found"},
 		{auth.ErrBadToken, http.StatusNotFound, "not_found"},
 		{monitor.ErrNoSilence, http.StatusNotFound, "not_found"},

@@ -147,3 +147,40 @@ func TestTaskPageShowsTheCopy(t *testing.T) {
 		t.Errorf("live summary copy %q %v, want %q 25", lt.Copy, lt.CopyPercent, words)
 	}
 }
+
+// TestTaskPageShowsLastVerify: the task page shows the last verify
+// report with its differing keys to every role; operators get the
+// Verify form, admins its Repair box too.
+func TestTaskPageShowsLastVerify(t *testing.T) {
+	coordtest.OnEach(t, targets, func(t *testing.T, tg *coordtest.Target) {
+		c := startConsole(t, tg, nil)
+		c.addOrders()
+		c.refresh()
+		if _, page := c.as("viewer").do("GET", "/tasks/orders", nil, nil); !strings.Contains(page, "None yet: <code>shepherd ctl task verify orders</code>") {
+			t.Errorf("task page without a verify report:\n%s", page)
+		}
+		snap := *c.feed.Latest()
+		snap.Tasks = append([]core.TaskStatus(nil), snap.Tasks...)
+		snap.Tasks[0].Verify = &core.VerifyReport{Task: "orders", Finished: time.Now().UTC(), Chunks: 9, Rows: 6040, Differences: 2,
+			Position: core.Position{File: "mysql-bin.000001", Pos: 4711},
+			Tables: []core.TableVerify{{DB: "shop", Table: "items", Target: "`shop`.`items`", Keyed: true,
+				Diffs: []core.ChunkDiff{{Through: []string{"999"}, Missing: [][]string{{"42"}}, Changed: [][]string{{"77"}}}}}}}
+		snap.ReadAt = time.Now().UTC()
+		c.feed.Set(&snap)
+		for role, want := range map[string][2]bool{"viewer": {false, false}, "operator": {true, false}, "admin": {true, true}} {
+			st, page := c.as(role).do("GET", "/tasks/orders", nil, nil)
+			if st != http.StatusOK {
+				t.Fatalf("GET /tasks/orders as %s: %d", role, st)
+			}
+			for _, s := range []string{"2 confirmed differences", "9 chunks, 6040 rows at mysql-bin.000001:4711",
+				"shop.items keys after the start through [999]: missing on target [[42]]; different [[77]]"} {
+				if !strings.Contains(page, s) {
+					t.Errorf("task page as %s lacks %q", role, s)
+				}
+			}
+			if got := [2]bool{strings.Contains(page, `id="verify-form"`), strings.Contains(page, `id="verify-repair"`)}; got != want {
+				t.Errorf("as %s: verify form, repair box shown = %v, want %v", role, got, want)
+			}
+		}
+	})
+}

@@ -65,6 +65,22 @@ function wireActions() {
     flash(data.from === data.to ? "Reads from " + to + " already" :
       data.running ? "Asked the owner to switch from " + data.from + " to " + to : "Stopped: it reads from " + to + " once started");
   });
+  onSubmit("verify-form", async (f, form) => {
+    const tables = (f.get("tables") || "").split(",").map((x) => x.trim()).filter((x) => x);
+    const repair = f.get("repair") === "on";
+    if (repair && !window.confirm("Rewrite the rows of " + form.dataset.task + " that differ on its target?")) return;
+    const button = form.querySelector("button");
+    button.disabled = true;
+    flash("Verifying " + form.dataset.task + "…");
+    try {
+      const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(form.dataset.task) + "/verify", {tables, repair});
+      let msg = data.differences ? data.differences + " confirmed differences" : "Equal";
+      if (data.repaired) msg += ", " + data.repaired + " rows repaired";
+      flash(msg + " (" + data.chunks + " chunks, " + data.rows + " rows); reload for the keys", data.differences > 0);
+    } finally {
+      button.disabled = false;
+    }
+  });
   onSubmit("reset-form", async (f, form) => {
     const {data} = await api("POST", "/api/v1/tasks/" + encodeURIComponent(form.dataset.task) + "/reset-position",
       {position: f.get("position"), confirm: f.get("confirm")});
