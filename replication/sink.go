@@ -2,7 +2,10 @@ package replication
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"time"
 )
 
 // A Sink is where a task's row changes go: the target, described but not
@@ -261,4 +264,45 @@ func (b *EventBatch) Committed() {
 	pos, ts, rows, txns := b.End, b.TS, b.Rows, b.Txns
 	b.Rows, b.Txns = 0, 0
 	b.committed(pos, b.Followed.String(), ts, rows, txns)
+}
+
+// StoredCheckpointVersion is the version of StoredCheckpoint's JSON.
+const StoredCheckpointVersion = 1
+
+// StoredCheckpoint is a checkpoint as an event sink keeps it beside its
+// events, as JSON: the NATS sink in a key-value bucket, the Kafka sink in
+// a compacted topic. One form for both, so that a task's checkpoint reads
+// the same wherever it is kept.
+type StoredCheckpoint struct {
+	Version  int       `json:"version"`
+	File     string    `json:"file"`
+	Pos      uint32    `json:"pos"`
+	GTID     string    `json:"gtid,omitempty"`
+	Server   string    `json:"server,omitempty"`
+	Followed string    `json:"followed,omitempty"`
+	Epoch    int64     `json:"epoch"`
+	Owner    string    `json:"owner"`
+	Time     time.Time `json:"time"`
+}
+
+// Checkpoint is s as the stream reads it.
+func (s StoredCheckpoint) Checkpoint() Checkpoint {
+	return Checkpoint{
+		Position: Position{File: s.File, Pos: s.Pos, GTID: s.GTID, Server: s.Server},
+		Epoch:    s.Epoch, Owner: s.Owner, Time: s.Time, Followed: s.Followed,
+	}
+}
+
+// SamePlace reports whether s and o name the same position and history.
+func (s StoredCheckpoint) SamePlace(o StoredCheckpoint) bool {
+	return s.File == o.File && s.Pos == o.Pos && s.GTID == o.GTID && s.Server == o.Server && s.Followed == o.Followed
+}
+
+// Marshal is s's JSON.
+func (s StoredCheckpoint) Marshal() []byte {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("replication: marshal checkpoint: %v", err)) // a plain struct
+	}
+	return b
 }

@@ -195,39 +195,13 @@ func (t *target) ensureTopic(ctx context.Context, topic string, checkpoints bool
 	return nil
 }
 
-const storedVersion = 1
+const storedVersion = replication.StoredCheckpointVersion
 
-// stored is a checkpoint as the checkpoint topic holds it (JSON).
-type stored struct {
-	Version  int       `json:"version"`
-	File     string    `json:"file"`
-	Pos      uint32    `json:"pos"`
-	GTID     string    `json:"gtid,omitempty"`
-	Server   string    `json:"server,omitempty"`
-	Followed string    `json:"followed,omitempty"`
-	Epoch    int64     `json:"epoch"`
-	Owner    string    `json:"owner"`
-	Time     time.Time `json:"time"`
-}
-
-func (s stored) checkpoint() replication.Checkpoint {
-	return replication.Checkpoint{
-		Position: replication.Position{File: s.File, Pos: s.Pos, GTID: s.GTID, Server: s.Server},
-		Epoch:    s.Epoch, Owner: s.Owner, Time: s.Time, Followed: s.Followed,
-	}
-}
-
-// samePlace reports whether two checkpoints name the same position.
-func (s stored) samePlace(o stored) bool {
-	return s.File == o.File && s.Pos == o.Pos && s.GTID == o.GTID && s.Server == o.Server && s.Followed == o.Followed
-}
+// stored is a checkpoint as the sink keeps it.
+type stored = replication.StoredCheckpoint
 
 func (t *target) record(st stored) *kgo.Record {
-	b, err := json.Marshal(st)
-	if err != nil {
-		panic(fmt.Sprintf("kafkasink: marshal checkpoint: %v", err)) // plain struct
-	}
-	return &kgo.Record{Topic: t.cfg.CheckpointTopic, Partition: checkpointPartition, Key: []byte(t.env.Task), Value: b}
+	return &kgo.Record{Topic: t.cfg.CheckpointTopic, Partition: checkpointPartition, Key: []byte(t.env.Task), Value: st.Marshal()}
 }
 
 func (t *target) Checkpoint(ctx context.Context) (replication.Checkpoint, bool, error) {
@@ -235,7 +209,7 @@ func (t *target) Checkpoint(ctx context.Context) (replication.Checkpoint, bool, 
 	if err != nil {
 		return replication.Checkpoint{}, false, err
 	}
-	cp := st.checkpoint()
+	cp := st.Checkpoint()
 	return cp, !cp.Position.IsZero(), nil
 }
 
@@ -260,7 +234,7 @@ func (t *target) ResetEpoch(ctx context.Context) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if now.samePlace(st) && now.Epoch == prev {
+		if now.SamePlace(st) && now.Epoch == prev {
 			if err := t.commit(ctx, p); err != nil {
 				return 0, err
 			}
@@ -382,7 +356,7 @@ func (t *target) Claim(ctx context.Context, epoch int64, owner string) (replicat
 			p.Close()
 			return nil, replication.Checkpoint{}, t.fenced(epoch, now)
 		}
-		if !now.samePlace(st) || now.Epoch != st.Epoch {
+		if !now.SamePlace(st) || now.Epoch != st.Epoch {
 			// Moved after the first read, by the owner this claim
 			// fenced: claim again on what it committed.
 			abort(p)
@@ -395,7 +369,7 @@ func (t *target) Claim(ctx context.Context, epoch int64, owner string) (replicat
 			return nil, replication.Checkpoint{}, t.fencedOr(ctx, epoch, fmt.Errorf("claim task %q in %s: %w", t.env.Task, t.cfg.CheckpointTopic, err))
 		}
 		r := &run{t: t, p: p, epoch: epoch, owner: owner, base: claim}
-		return r, claim.checkpoint(), nil
+		return r, claim.Checkpoint(), nil
 	}
 }
 

@@ -260,7 +260,7 @@ func (t *target) Checkpoint(ctx context.Context) (replication.Checkpoint, bool, 
 	if err != nil {
 		return replication.Checkpoint{}, false, err
 	}
-	cp := st.checkpoint()
+	cp := st.Checkpoint()
 	return cp, !cp.Position.IsZero(), nil
 }
 
@@ -272,7 +272,7 @@ func (t *target) ResetEpoch(ctx context.Context) (int64, error) {
 		}
 		prev := st.Epoch
 		st.Epoch = 0
-		_, err = t.kv.Update(ctx, t.env.Task, st.marshal(), rev)
+		_, err = t.kv.Update(ctx, t.env.Task, st.Marshal(), rev)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			continue // written meanwhile: read again
 		}
@@ -296,9 +296,9 @@ func (t *target) Claim(ctx context.Context, epoch int64, owner string) (replicat
 		}
 		st.Version, st.Epoch, st.Owner, st.Time = storedVersion, epoch, owner, time.Now().UTC()
 		if rev == 0 {
-			rev, err = t.kv.Create(ctx, t.env.Task, st.marshal())
+			rev, err = t.kv.Create(ctx, t.env.Task, st.Marshal())
 		} else {
-			rev, err = t.kv.Update(ctx, t.env.Task, st.marshal(), rev)
+			rev, err = t.kv.Update(ctx, t.env.Task, st.Marshal(), rev)
 		}
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			continue // another owner wrote first: decide again on what it wrote
@@ -307,7 +307,7 @@ func (t *target) Claim(ctx context.Context, epoch int64, owner string) (replicat
 			return nil, replication.Checkpoint{}, fmt.Errorf("claim task %q in %s: %w", t.env.Task, t.cfg.Bucket, err)
 		}
 		r := &run{t: t, epoch: epoch, owner: owner, rev: rev, base: st, reconnects: t.nc.Stats().Reconnects}
-		return r, st.checkpoint(), nil
+		return r, st.Checkpoint(), nil
 	}
 }
 
@@ -339,35 +339,10 @@ var duplicates atomic.Int64
 // re-sends of a message id it held, in this process.
 func Duplicates() int64 { return duplicates.Load() }
 
-const storedVersion = 1
+const storedVersion = replication.StoredCheckpointVersion
 
-// stored is a checkpoint as the bucket holds it (JSON).
-type stored struct {
-	Version  int       `json:"version"`
-	File     string    `json:"file"`
-	Pos      uint32    `json:"pos"`
-	GTID     string    `json:"gtid,omitempty"`
-	Server   string    `json:"server,omitempty"`
-	Followed string    `json:"followed,omitempty"`
-	Epoch    int64     `json:"epoch"`
-	Owner    string    `json:"owner"`
-	Time     time.Time `json:"time"`
-}
-
-func (s stored) checkpoint() replication.Checkpoint {
-	return replication.Checkpoint{
-		Position: replication.Position{File: s.File, Pos: s.Pos, GTID: s.GTID, Server: s.Server},
-		Epoch:    s.Epoch, Owner: s.Owner, Time: s.Time, Followed: s.Followed,
-	}
-}
-
-func (s stored) marshal() []byte {
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(fmt.Sprintf("natssink: marshal checkpoint: %v", err)) // plain struct
-	}
-	return b
-}
+// stored is a checkpoint as the sink keeps it.
+type stored = replication.StoredCheckpoint
 
 // run publishes one Run attempt's events and moves the checkpoint.
 type run struct {
@@ -527,7 +502,7 @@ func (r *run) Flush(ctx context.Context, more bool) error {
 	end := r.batch.End
 	st.File, st.Pos, st.GTID, st.Server = end.File, end.Pos, end.GTID, end.Server
 	st.Followed = r.batch.Followed.String()
-	rev, err := r.t.kv.Update(ctx, r.t.env.Task, st.marshal(), r.rev)
+	rev, err := r.t.kv.Update(ctx, r.t.env.Task, st.Marshal(), r.rev)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 		now, _, rerr := r.t.read(ctx)
 		if rerr == nil && now.Epoch > r.epoch {
