@@ -11,6 +11,7 @@ import (
 
 	mdns "github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 )
@@ -35,12 +36,25 @@ type ServerOptions struct {
 	Registerer prometheus.Registerer
 	// Resync: see CacheOptions.
 	Resync time.Duration
+	// MaxTCPConns bounds the TCP connections served at once; more wait
+	// in the kernel's backlog, costing the server nothing. Zero:
+	// DefaultMaxTCPConns.
+	MaxTCPConns int
 }
+
+// DefaultMaxTCPConns is ServerOptions.MaxTCPConns's default: a client
+// that opens connections and never closes them holds at most this many
+// goroutines, each for at most the idle timeout.
+const DefaultMaxTCPConns = 256
+
+// tcpIdleTimeout is how long an idle TCP connection is kept.
+const tcpIdleTimeout = 8 * time.Second
 
 // Server is `shepherd dns`: a DNS server on UDP and TCP answering from a
 // watched Cache of the registry.
 type Server struct {
 	opts    ServerOptions
+	tcpIdle time.Duration // how long an idle TCP connection is kept: tcpIdleTimeout
 	log     *slog.Logger
 	cache   *Cache
 	an      *Answerer
@@ -85,7 +99,7 @@ func NewServer(s *recipe.Session, opts ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dns: register metrics: %w", err)
 	}
-	return &Server{opts: opts, log: log, cache: c, an: &Answerer{Strategy: opts.Strategy, TTL: opts.TTL}, metrics: m}, nil
+	return &Server{opts: opts, tcpIdle: tcpIdleTimeout, log: log, cache: c, an: &Answerer{Strategy: opts.Strategy, TTL: opts.TTL}, metrics: m}, nil
 }
 
 // Cache is the server's cache.
@@ -120,7 +134,11 @@ func (sv *Server) Start() error {
 	defer sv.mu.Unlock()
 	sv.addr = l.Addr().String()
 	sv.udp = &mdns.Server{PacketConn: pc, Handler: h, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second}
-	sv.tcp = &mdns.Server{Listener: l, Handler: h, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, IdleTimeout: func() time.Duration { return 8 * time.Second }, MaxTCPQueries: 128}
+	maxConns := sv.opts.MaxTCPConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxTCPConns
+	}
+	sv.tcp = &mdns.Server{Listener: netutil.LimitListener(l, maxConns), Handler: h, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, IdleTimeout: func() time.Duration { return sv.tcpIdle }, MaxTCPQueries: 128}
 	for _, srv := range []*mdns.Server{sv.udp, sv.tcp} {
 		sv.serving.Go(func() {
 			if err := srv.ActivateAndServe(); err != nil {

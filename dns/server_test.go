@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	mdns "github.com/miekg/dns"
 
 	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/internal/coordtest"
@@ -409,3 +410,65 @@ func TestNeverLoadedServfail(t *testing.T) {
 func testutilCount(sc *Scanner) float64 { return counterValue(sc.metrics.rounds) }
 
 var _ = context.Background
+
+// TestAttackTCPConnectionsBounded: a client that opens TCP connections
+// and keeps them open holds at most MaxTCPConns of the server's; another
+// TCP query waits until one is closed, and UDP is served meanwhile.
+func TestAttackTCPConnectionsBounded(t *testing.T) {
+	tg := targets[0]
+	tg.Require(t)
+	sv, err := NewServer(dial(t, tg.Addr+"/"+chrootName(t)), ServerOptions{Listen: "127.0.0.1:0", Zone: testZone, Logger: coordtest.Logger(t), MaxTCPConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv.tcpIdle = 10 * time.Minute // the held connections must not time out during the test
+	if err := sv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sv.Close() })
+	query := func(network string, timeout time.Duration) error {
+		c := &mdns.Client{Net: network, Timeout: timeout}
+		m := new(mdns.Msg)
+		m.SetQuestion("api.svc.example.", mdns.TypeA)
+		_, _, err := c.Exchange(m, sv.Addr())
+		return err
+	}
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", sv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	// Both held connections are served: a query on each is answered.
+	for i, c := range held {
+		m := new(mdns.Msg)
+		m.SetQuestion("api.svc.example.", mdns.TypeA)
+		dc := &mdns.Conn{Conn: c}
+		if err := dc.WriteMsg(m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dc.ReadMsg(); err != nil {
+			t.Fatalf("held connection %d not served: %v", i, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- query("tcp", time.Minute) }()
+	if err := query("udp", 10*time.Second); err != nil {
+		t.Errorf("UDP while TCP is full: %v", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a third TCP connection was served while two were held (MaxTCPConns 2): %v", err)
+	case <-time.After(500 * time.Millisecond):
+		// Not served in half a second. A wait cannot fail a correct
+		// server (the held connections do not time out), only miss a
+		// wrong one that answers later.
+	}
+	held[0].Close()
+	if err := <-done; err != nil {
+		t.Errorf("the waiting TCP query after a connection closed: %v", err)
+	}
+	held[1].Close()
+}
