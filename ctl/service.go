@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shepherd-dev/shepherd/cluster"
+	"github.com/shepherd-dev/shepherd/coord/recipe"
 	"github.com/shepherd-dev/shepherd/dns"
 )
 
@@ -151,7 +152,10 @@ func (r *runner) serviceRegister(c *cli.Context) error {
 	return err
 }
 
-func (r *runner) serviceHeartbeat(c *cli.Context) error {
+// onAddress runs op on the name and address the verb names, with the
+// session and a context bounded by --timeout: what heartbeat,
+// deregister, block and unblock share.
+func (r *runner) onAddress(c *cli.Context, op func(ctx context.Context, s *recipe.Session, n dns.Name, a netip.AddrPort) error) error {
 	n, a, err := serviceTarget(c)
 	if err != nil {
 		return err
@@ -162,59 +166,39 @@ func (r *runner) serviceHeartbeat(c *cli.Context) error {
 	}
 	ctx, cancel := r.opCtx()
 	defer cancel()
-	return dns.Heartbeat(ctx, s, n, a)
+	return op(ctx, s, n, a)
+}
+
+func (r *runner) serviceHeartbeat(c *cli.Context) error {
+	return r.onAddress(c, dns.Heartbeat)
 }
 
 func (r *runner) serviceDeregister(c *cli.Context) error {
-	n, a, err := serviceTarget(c)
-	if err != nil {
+	return r.onAddress(c, func(ctx context.Context, s *recipe.Session, n dns.Name, a netip.AddrPort) error {
+		err := dns.Deregister(ctx, s, n, a)
+		r.record("service.deregister", serviceAuditTarget(n, a), map[string]string{"addr": a.String()}, nil, err)
 		return err
-	}
-	s, err := r.session()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := r.opCtx()
-	defer cancel()
-	err = dns.Deregister(ctx, s, n, a)
-	r.record("service.deregister", serviceAuditTarget(n, a), map[string]string{"addr": a.String()}, nil, err)
-	return err
+	})
 }
 
 func (r *runner) serviceBlock(c *cli.Context) error {
-	n, a, err := serviceTarget(c)
-	if err != nil {
+	return r.onAddress(c, func(ctx context.Context, s *recipe.Session, n dns.Name, a netip.AddrPort) error {
+		by := s.Identity()
+		if by == "" {
+			by = anonymous
+		}
+		before, err := dns.NewAdmin(s).Block(ctx, n, a, by+" "+osUserHost(), c.String("reason"))
+		r.record("service.block", serviceAuditTarget(n, a), before, map[string]string{"reason": c.String("reason")}, err)
 		return err
-	}
-	s, err := r.session()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := r.opCtx()
-	defer cancel()
-	by := s.Identity()
-	if by == "" {
-		by = anonymous
-	}
-	before, err := dns.NewAdmin(s).Block(ctx, n, a, by+" "+osUserHost(), c.String("reason"))
-	r.record("service.block", serviceAuditTarget(n, a), before, map[string]string{"reason": c.String("reason")}, err)
-	return err
+	})
 }
 
 func (r *runner) serviceUnblock(c *cli.Context) error {
-	n, a, err := serviceTarget(c)
-	if err != nil {
+	return r.onAddress(c, func(ctx context.Context, s *recipe.Session, n dns.Name, a netip.AddrPort) error {
+		before, err := dns.NewAdmin(s).Unblock(ctx, n, a)
+		r.record("service.unblock", serviceAuditTarget(n, a), before, nil, err)
 		return err
-	}
-	s, err := r.session()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := r.opCtx()
-	defer cancel()
-	before, err := dns.NewAdmin(s).Unblock(ctx, n, a)
-	r.record("service.unblock", serviceAuditTarget(n, a), before, nil, err)
-	return err
+	})
 }
 
 func (r *runner) serviceList(c *cli.Context) error {
