@@ -258,6 +258,34 @@ func (b *EventBatch) Due(batchRows int, more bool) bool {
 // Idle reports whether nothing is open (SinkRun.Idle).
 func (b *EventBatch) Idle() bool { return b.Txns == 0 && !b.Partial }
 
+// Stored is the checkpoint a commit of the batch writes: base (the one
+// last written) moved to the batch's end and history, under epoch and
+// owner, at now.
+func (b *EventBatch) Stored(base StoredCheckpoint, epoch int64, owner string) StoredCheckpoint {
+	st := base
+	st.Version, st.Epoch, st.Owner, st.Time = StoredCheckpointVersion, epoch, owner, time.Now().UTC()
+	st.File, st.Pos, st.GTID, st.Server = b.End.File, b.End.Pos, b.End.GTID, b.End.Server
+	st.Followed = b.Followed.String()
+	return st
+}
+
+// NoSnapshotCopy is the snapshot half of a SinkRun for a sink that does
+// not copy tables yet (its Open and DryRun refuse SinkEnv.Snapshot, so a
+// run never gets here): embedded, it answers ErrSnapshotUnsupported.
+type NoSnapshotCopy struct{}
+
+func (NoSnapshotCopy) PrepareTable(context.Context, SnapshotTable, string) error {
+	return ErrSnapshotUnsupported
+}
+
+func (NoSnapshotCopy) CopyRows(context.Context, string, string, [][]any) error {
+	return ErrSnapshotUnsupported
+}
+
+func (NoSnapshotCopy) CommitCopy(context.Context, Position, string, int) error {
+	return ErrSnapshotUnsupported
+}
+
 // Committed empties the batch once the target holds it, and reports the
 // commit to the stream.
 func (b *EventBatch) Committed() {

@@ -498,6 +498,7 @@ type run struct {
 
 	batch  replication.EventBatch
 	closed bool
+	replication.NoSnapshotCopy
 }
 
 func (r *run) Begin(start replication.Position, followed replication.History, committed func(pos replication.Position, followed string, ts uint32, rows, txns int)) {
@@ -707,11 +708,7 @@ func (r *run) Flush(ctx context.Context, more bool) error {
 	if !r.batch.Due(r.t.env.BatchRows, more) {
 		return nil
 	}
-	st := r.base
-	st.Version, st.Epoch, st.Owner, st.Time = storedVersion, r.epoch, r.owner, time.Now().UTC()
-	end := r.batch.End
-	st.File, st.Pos, st.GTID, st.Server = end.File, end.Pos, end.GTID, end.Server
-	st.Followed = r.batch.Followed.String()
+	st, end := r.batch.Stored(r.base, r.epoch, r.owner), r.batch.End
 	r.p.Produce(ctx, r.t.record(st), r.promise)
 	if err := flush(ctx, r.p); err != nil {
 		return err
@@ -746,18 +743,4 @@ func (r *run) Close() {
 		abort(r.p)
 	}
 	r.p.Close()
-}
-
-// PrepareTable, CopyRows and CommitCopy are the snapshot copy, which
-// this sink does not do yet: Open and DryRun refuse SinkEnv.Snapshot.
-func (r *run) PrepareTable(context.Context, replication.SnapshotTable, string) error {
-	return replication.ErrSnapshotUnsupported
-}
-
-func (r *run) CopyRows(context.Context, string, string, [][]any) error {
-	return replication.ErrSnapshotUnsupported
-}
-
-func (r *run) CommitCopy(context.Context, replication.Position, string, int) error {
-	return replication.ErrSnapshotUnsupported
 }

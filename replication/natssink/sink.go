@@ -361,6 +361,7 @@ type run struct {
 
 	batch  replication.EventBatch
 	closed bool
+	replication.NoSnapshotCopy
 }
 
 func (r *run) Begin(start replication.Position, followed replication.History, committed func(pos replication.Position, followed string, ts uint32, rows, txns int)) {
@@ -497,11 +498,7 @@ func (r *run) Flush(ctx context.Context, more bool) error {
 	if err := r.checkConnection(); err != nil {
 		return err
 	}
-	st := r.base
-	st.Version, st.Epoch, st.Owner, st.Time = storedVersion, r.epoch, r.owner, time.Now().UTC()
-	end := r.batch.End
-	st.File, st.Pos, st.GTID, st.Server = end.File, end.Pos, end.GTID, end.Server
-	st.Followed = r.batch.Followed.String()
+	st, end := r.batch.Stored(r.base, r.epoch, r.owner), r.batch.End
 	rev, err := r.t.kv.Update(ctx, r.t.env.Task, st.Marshal(), r.rev)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 		now, _, rerr := r.t.read(ctx)
@@ -536,19 +533,4 @@ func (r *run) Close() {
 	r.closed = true
 	clear(r.futures)
 	r.futures = nil
-}
-
-// PrepareTable, CopyRows and CommitCopy are the snapshot copy, which
-// this sink does not write yet: Open refuses a task that asks for one,
-// so a run never gets here.
-func (r *run) PrepareTable(context.Context, replication.SnapshotTable, string) error {
-	return replication.ErrSnapshotUnsupported
-}
-
-func (r *run) CopyRows(context.Context, string, string, [][]any) error {
-	return replication.ErrSnapshotUnsupported
-}
-
-func (r *run) CommitCopy(context.Context, replication.Position, string, int) error {
-	return replication.ErrSnapshotUnsupported
 }
