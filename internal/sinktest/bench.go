@@ -2,6 +2,7 @@ package sinktest
 
 import (
 	"fmt"
+	"log/slog"
 	"syscall"
 	"testing"
 	"time"
@@ -61,4 +62,37 @@ func Report(b *testing.B, events int, wall time.Duration, cpu float64) {
 	b.ReportMetric(float64(events)/wall.Seconds(), "events/s")
 	b.ReportMetric(cpu/float64(events)*1e6, "CPU-s/Mevents")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchSink drives sink as a task's Run would, without a source: it
+// claims the task, writes b.N/2 of BenchSegments (b.N row events), a
+// commit every batchRows rows, reports the figures, and returns the run
+// for the caller to read its buffers.
+func BenchSink(b *testing.B, sink replication.Sink, batchRows int) replication.SinkRun {
+	b.Helper()
+	env := replication.SinkEnv{Task: "bench", Log: slog.New(slog.DiscardHandler), BatchRows: batchRows}
+	s, err := sink.Open(b.Context(), env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	r, _, err := s.Claim(b.Context(), 1, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(r.Close)
+	r.Begin(replication.Position{}, replication.History{}, func(replication.Position, string, uint32, int, int) {})
+	segs := BenchSegments(b.N/2 + 1)
+	b.ResetTimer()
+	cpu0, t0 := CPUSeconds(), time.Now()
+	for i := range segs[:b.N/2] {
+		if err := r.Write(b.Context(), segs[i]); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Flush(b.Context(), i+1 < b.N/2); err != nil {
+			b.Fatal(err)
+		}
+	}
+	Report(b, b.N/2*2, time.Since(t0), CPUSeconds()-cpu0)
+	return r
 }

@@ -8,9 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/sinktest"
-	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // BenchmarkKafkaSink produces b.N row events through the sink — rendered
@@ -27,32 +25,7 @@ func BenchmarkKafkaSink(b *testing.B) {
 	sizes := map[string][]int{}
 	for _, format := range []string{FormatDebezium, FormatCanal, FormatMaxwell} {
 		b.Run("sink/"+format, func(b *testing.B) {
-			c := startKafka(b)
-			cfg := kafkaConfig(c, format)
-			env := replication.SinkEnv{Task: "bench", Log: coordtest.Logger(b), BatchRows: batch}
-			s, err := New(cfg).Open(b.Context(), env)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			r, _, err := s.Claim(b.Context(), 1, "bench")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Close()
-			r.Begin(replication.Position{}, replication.History{}, func(replication.Position, string, uint32, int, int) {})
-			segs := sinktest.BenchSegments(b.N/2 + 1)
-			b.ResetTimer()
-			cpu0, t0 := sinktest.CPUSeconds(), time.Now()
-			for i := range segs[:b.N/2] {
-				if err := r.Write(b.Context(), segs[i]); err != nil {
-					b.Fatal(err)
-				}
-				if err := r.Flush(b.Context(), i+1 < b.N/2); err != nil {
-					b.Fatal(err)
-				}
-			}
-			sinktest.Report(b, b.N/2*2, time.Since(t0), sinktest.CPUSeconds()-cpu0)
+			r := sinktest.BenchSink(b, New(kafkaConfig(startKafka(b), format)), batch)
 			sizes[format] = []int{len(r.(*run).buf), len(r.(*run).key)}
 		})
 	}

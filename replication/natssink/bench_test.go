@@ -8,10 +8,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/shepherd-dev/shepherd/internal/coordtest"
 	"github.com/shepherd-dev/shepherd/internal/sinktest"
 	"github.com/shepherd-dev/shepherd/internal/testpeer"
-	"github.com/shepherd-dev/shepherd/replication"
 )
 
 // BenchmarkNATSSink publishes b.N row events through the sink — each
@@ -27,31 +25,7 @@ func BenchmarkNATSSink(b *testing.B) {
 	const batch = 1000
 	size := 700
 	b.Run("sink", func(b *testing.B) {
-		n := testpeer.StartNATS(b)
-		env := replication.SinkEnv{Task: "bench", Log: coordtest.Logger(b), BatchRows: batch}
-		s, err := New(natsConfig(n)).Open(b.Context(), env)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		r, _, err := s.Claim(b.Context(), 1, "bench")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
-		r.Begin(replication.Position{}, replication.History{}, func(replication.Position, string, uint32, int, int) {})
-		segs := sinktest.BenchSegments(b.N/2 + 1)
-		b.ResetTimer()
-		cpu0, t0 := sinktest.CPUSeconds(), time.Now()
-		for i := range segs[:b.N/2] {
-			if err := r.Write(b.Context(), segs[i]); err != nil {
-				b.Fatal(err)
-			}
-			if err := r.Flush(b.Context(), i+1 < b.N/2); err != nil {
-				b.Fatal(err)
-			}
-		}
-		sinktest.Report(b, b.N/2*2, time.Since(t0), sinktest.CPUSeconds()-cpu0)
+		r := sinktest.BenchSink(b, New(natsConfig(testpeer.StartNATS(b))), batch)
 		size = len(r.(*run).buf)
 	})
 	b.Run("raw", func(b *testing.B) {
