@@ -182,12 +182,16 @@ type eventCache struct {
 	snap   *Snapshot
 	alerts *alertBoard
 	full   []byte // event: snapshot, of snap
-	// base is snap's summary, which deltas from snap start from.
-	base     live
-	prev     *Snapshot // the snapshot before snap
-	prevBase live      // base of prev
-	delta    []byte    // event: delta, from prev to snap; nil: send full
+	// enc is snap's summary, each entry as JSON by name: what deltas
+	// from snap compare against, encoded once.
+	enc     encodedLists
+	prev    *Snapshot    // the snapshot before snap
+	prevEnc encodedLists // enc of prev
+	delta   []byte       // event: delta, from prev to snap; nil: send full
 }
+
+// encodedLists are a summary's lists, each entry's JSON by its name.
+type encodedLists struct{ tasks, jobs, collectors map[string][]byte }
 
 // unreadSection reports whether a section of the tasks, jobs or
 // collectors could not be read into snap.
@@ -218,25 +222,29 @@ type liveDelta struct {
 	Alerts     *alertBanner             `json:"alerts,omitempty"`
 }
 
-// diffList compares two lists of named entries by their JSON, what the
-// client holds.
-func diffList[T any](old, cur []T, name func(T) string) listDelta[T] {
-	was := make(map[string][]byte, len(old))
-	for _, e := range old {
+// encodeList is each entry's JSON, what the client holds, by name.
+func encodeList[T any](list []T, name func(T) string) map[string][]byte {
+	out := make(map[string][]byte, len(list))
+	for _, e := range list {
 		b, _ := json.Marshal(e)
-		was[name(e)] = b
+		out[name(e)] = b
 	}
+	return out
+}
+
+// diffList compares a list, encoded as enc, with the encoding of the one
+// before (was): the entries added or changed, the names gone.
+func diffList[T any](was, enc map[string][]byte, cur []T, name func(T) string) listDelta[T] {
 	var d listDelta[T]
 	for _, e := range cur {
-		n := name(e)
-		b, _ := json.Marshal(e)
-		if prev, ok := was[n]; !ok || !bytes.Equal(prev, b) {
+		if prev, ok := was[name(e)]; !ok || !bytes.Equal(prev, enc[name(e)]) {
 			d.Set = append(d.Set, e)
 		}
-		delete(was, n)
 	}
 	for n := range was {
-		d.Del = append(d.Del, n)
+		if _, ok := enc[n]; !ok {
+			d.Del = append(d.Del, n)
+		}
 	}
 	slices.Sort(d.Del)
 	return d
@@ -255,23 +263,25 @@ func (c *eventCache) encode(snap *Snapshot, alerts *alertBoard, sent *Snapshot) 
 	defer c.mu.Unlock()
 	if c.snap != snap || c.alerts != alerts {
 		if c.snap != snap {
-			c.prev, c.prevBase = c.snap, c.base
+			c.prev, c.prevEnc = c.snap, c.enc
 		}
 		l := summarize(snap)
 		banner := alerts.Banner()
 		l.Alerts = &banner
+		taskName, jobName, colName := func(t liveTask) string { return t.Name }, func(j liveJob) string { return j.Name }, func(c liveCollector) string { return c.Name }
+		enc := encodedLists{encodeList(l.Tasks, taskName), encodeList(l.Jobs, jobName), encodeList(l.Collectors, colName)}
 		// A section a snapshot could not read is empty in it, and the
 		// pages leave such a section as it was: deltas from or to it
 		// would not match what a page holds, so those go whole.
 		c.delta = nil
 		if !unreadSection(snap) && c.prev != nil && !unreadSection(c.prev) {
-			old := c.prevBase
+			was := c.prevEnc
 			c.delta = sseEvent("delta", liveDelta{ReadAt: l.ReadAt, Errors: l.Errors, Alerts: l.Alerts,
-				Tasks:      diffList(old.Tasks, l.Tasks, func(t liveTask) string { return t.Name }),
-				Jobs:       diffList(old.Jobs, l.Jobs, func(j liveJob) string { return j.Name }),
-				Collectors: diffList(old.Collectors, l.Collectors, func(c liveCollector) string { return c.Name })})
+				Tasks:      diffList(was.tasks, enc.tasks, l.Tasks, taskName),
+				Jobs:       diffList(was.jobs, enc.jobs, l.Jobs, jobName),
+				Collectors: diffList(was.collectors, enc.collectors, l.Collectors, colName)})
 		}
-		c.snap, c.alerts, c.base = snap, alerts, l
+		c.snap, c.alerts, c.enc = snap, alerts, enc
 		c.full = sseEvent("snapshot", l)
 	}
 	if sent != nil && sent == c.prev && c.delta != nil {
